@@ -1,0 +1,83 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var shared struct {
+	once sync.Once
+	cp   *ControlPlane
+	err  error
+}
+
+// Main runs a package's tests and then stops the control plane they shared.
+// Use it as the package's TestMain: func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared.cp != nil {
+		if err := shared.cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop the shared control plane:", err)
+		}
+	}
+	return code
+}
+
+// Shared returns the package's one control plane, starting it on first use.
+// A test that cannot have it fails, naming the command that builds it; it
+// never skips.
+func Shared(t testing.TB) *ControlPlane {
+	t.Helper()
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.cp, shared.err = Start(ctx)
+	})
+	if shared.err != nil {
+		t.Fatalf("no Kubernetes API server for this test: %v", shared.err)
+	}
+	return shared.cp
+}
+
+// Own starts a control plane for this test alone, for a test that stops it.
+func Own(t testing.TB) *ControlPlane {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := Start(ctx)
+	if err != nil {
+		t.Fatalf("no Kubernetes API server for this test: %v", err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	return cp
+}
+
+// Namespace creates a namespace named for the test, so tests sharing a control
+// plane do not see each other's objects.
+func (cp *ControlPlane) Namespace(t testing.TB) string {
+	t.Helper()
+	name := strings.ToLower(t.Name())
+	name = strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, name)
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.Trim(name, "-") + "-"}}
+	created, err := cp.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create a namespace: %v", err)
+	}
+	return created.Name
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds the real servers the tests run against and caches them under the
+# user's cache directory, keyed by version. None of them can be downloaded as a
+# prebuilt binary here, so each is compiled from the Go module proxy inside a
+# throwaway wrapper module (their replace directives make `go install` refuse).
+#
+#   scripts/test-binaries.sh envtest   etcd + kube-apiserver  (prints the folder)
+#   scripts/test-binaries.sh vault     Vault dev server        (prints the binary)
+#   scripts/test-binaries.sh minio     MinIO                   (prints the binary)
+#   scripts/test-binaries.sh lint      golangci-lint           (prints the binary)
+set -euo pipefail
+
+ETCD_VERSION=v3.6.8
+KUBE_VERSION=v1.35.4
+STAGING_VERSION=v0.35.4
+VAULT_VERSION=v1.21.0
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+GOLANGCI_LINT_VERSION=v2.15.0
+
+CACHE="${DELIVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/delivery}"
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+
+say() { printf '[test-binaries] %s\n' "$*" >&2; }
+
+# Keeps a long `go build` visibly alive: one line a minute until it ends.
+build() {
+	local what=$1; shift
+	local start=$SECONDS
+	say "building $what (cold builds take minutes; cached afterwards)"
+	( while sleep 60; do say "  still building $what ($(( (SECONDS - start) / 60 )) min)"; done ) &
+	local ticker=$!
+	local rc=0
+	"$@" >&2 || rc=$?
+	kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true
+	[ "$rc" -eq 0 ] || { say "building $what failed"; exit "$rc"; }
+	say "built $what in $(( SECONDS - start )) s"
+}
+
+wrapper() {
+	local dir
+	dir=$(mktemp -d)
+	printf 'module wrapper\n\ngo 1.26\n' >"$dir/go.mod"
+	echo "$dir"
+}
+
+envtest() {
+	local out="$CACHE/envtest-etcd-$ETCD_VERSION-kube-$KUBE_VERSION"
+	if [ -x "$out/etcd" ] && [ -x "$out/kube-apiserver" ]; then echo "$out"; return; fi
+	mkdir -p "$out"
+	local w
+	if [ ! -x "$out/etcd" ]; then
+		w=$(wrapper)
+		printf 'package wrapper\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$w/tools.go"
+		(cd "$w" && go mod edit -require=go.etcd.io/etcd/server/v3@$ETCD_VERSION && go mod tidy >&2)
+		build "etcd $ETCD_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o '$out/etcd.tmp' go.etcd.io/etcd/server/v3"
+		mv "$out/etcd.tmp" "$out/etcd"
+		rm -rf "$w"
+	fi
+	if [ ! -x "$out/kube-apiserver" ]; then
+		w=$(wrapper)
+		local kdir
+		kdir=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		printf 'package wrapper\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n' >"$w/tools.go"
+		local args=(-require="k8s.io/kubernetes@$KUBE_VERSION")
+		# Every staging module kubernetes replaces with a local folder is taken
+		# at its published version instead.
+		local m
+		for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$kdir/go.mod"); do
+			args+=(-replace="$m=$m@$STAGING_VERSION")
+		done
+		(cd "$w" && go mod edit "${args[@]}" && go mod tidy >&2)
+		local pkg=k8s.io/component-base/version
+		build "kube-apiserver $KUBE_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=35' -o '$out/kube-apiserver.tmp' k8s.io/kubernetes/cmd/kube-apiserver"
+		mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
+		rm -rf "$w"
+	fi
+	echo "$out"
+}
+
+vault() {
+	local out="$CACHE/vault-$VAULT_VERSION/vault"
+	if [ -x "$out" ]; then echo "$out"; return; fi
+	mkdir -p "$(dirname "$out")"
+	local w vdir
+	w=$(wrapper)
+	vdir=$(go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	# Vault's own go.mod pins what it was tested with; its local replaces
+	# (api, sdk, plugins) are dropped so the published modules are used.
+	cp "$vdir/go.mod" "$vdir/go.sum" "$w/"
+	chmod u+w "$w/go.mod" "$w/go.sum"
+	sed -i -e 's#^module .*#module wrapper#' -e '/=> \.\//d' "$w/go.mod"
+	(cd "$w" && go mod edit -require="github.com/hashicorp/vault@$VAULT_VERSION")
+	build "vault $VAULT_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags='-s -w' -o '$out.tmp' github.com/hashicorp/vault"
+	mv "$out.tmp" "$out"
+	rm -rf "$w"
+	echo "$out"
+}
+
+minio() {
+	local out="$CACHE/minio-$MINIO_VERSION/minio"
+	if [ -x "$out" ]; then echo "$out"; return; fi
+	mkdir -p "$(dirname "$out")"
+	build "minio $MINIO_VERSION" env GOBIN="$(dirname "$out")" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "github.com/minio/minio@$MINIO_VERSION"
+	echo "$out"
+}
+
+lint() {
+	local out="$CACHE/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint"
+	if [ -x "$out" ]; then echo "$out"; return; fi
+	mkdir -p "$(dirname "$out")"
+	build "golangci-lint $GOLANGCI_LINT_VERSION" env GOBIN="$(dirname "$out")" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+	echo "$out"
+}
+
+case "${1:-}" in
+envtest | vault | minio | lint) "$1" ;;
+*) echo "usage: $0 envtest|vault|minio|lint" >&2; exit 2 ;;
+esac

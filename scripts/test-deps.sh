@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs and builds everything the tests need on a fresh Debian machine with
+# Go: the Debian packages the tests start servers from, and the real servers
+# that only the Go module proxy can give (see scripts/test-binaries.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# postgresql: the backup and catalog tests start a throwaway server.
+# rabbitmq-server: the backup test starts a broker with its management API.
+# sqlite3, age: the standard tools a restore is checked with.
+PACKAGES=(postgresql rabbitmq-server sqlite3 age)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "[test-deps] installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >&2
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+for what in envtest vault minio; do
+	scripts/test-binaries.sh "$what" >/dev/null
+done
