@@ -1,0 +1,133 @@
+// Package probe holds the Release Gate's own requests to a member's copy: the
+// traffic it sends a new copy on each analysis iteration, the one anonymous
+// request that proves a protected path is not open, and the warmup that
+// crosses the edge once a revision serves.
+//
+// Every request it makes goes to an address the gate chose, never one a
+// response or the environment chose: no redirect is followed and no proxy is
+// read from the environment. Paths and hostnames come from a member's
+// metadata, which anyone who can write a Canary can set, so each is checked
+// before any request is made.
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxPathLength bounds one requested path; a route path longer than this is
+// not one a platform renders.
+const MaxPathLength = 1024
+
+// CheckPath reports whether p may be requested: URL path segments, each opened
+// by exactly one "/". Only RFC 3986 path characters are allowed, so a scheme,
+// host, query, fragment, space or control character cannot appear; "." and
+// ".." segments, ";" (path parameters, which some servers strip before
+// resolving "..;"), backslashes and percent-encodings of "/", "\", ".", "%",
+// ";" or a control character are refused because a server may decode them
+// into a path other than the one checked. A trailing "/" (an empty last
+// segment) is allowed: "/" and "/app/" are paths a readiness probe or Route
+// names.
+func CheckPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("path is empty")
+	case len(p) > MaxPathLength:
+		return fmt.Errorf("path is longer than %d bytes", MaxPathLength)
+	case p[0] != '/':
+		return fmt.Errorf("path %q does not start with /", p)
+	}
+	segments := strings.Split(p[1:], "/")
+	for i, seg := range segments {
+		if seg == "" && i < len(segments)-1 {
+			return fmt.Errorf("path %q has an empty segment (//)", p)
+		}
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("path %q has a %q segment", p, seg)
+		}
+		if err := checkSegment(seg); err != nil {
+			return fmt.Errorf("path %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func checkSegment(seg string) error {
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if c == '%' {
+			if i+2 >= len(seg) || !isHex(seg[i+1]) || !isHex(seg[i+2]) {
+				return errors.New("malformed percent-encoding")
+			}
+			if d := unhex(seg[i+1])<<4 | unhex(seg[i+2]); hiddenByte(d) {
+				return fmt.Errorf("percent-encoded %q is refused", string(rune(d)))
+			}
+			i += 2
+			continue
+		}
+		if !pathChar(c) {
+			return fmt.Errorf("character %q is not allowed in a path", string(rune(c)))
+		}
+	}
+	return nil
+}
+
+// pathChar is RFC 3986's pchar without the percent sign (handled apart) and
+// without ";".
+func pathChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,=:@", c) >= 0
+}
+
+// hiddenByte is a byte that, once a server decodes it, could change which
+// path is served.
+func hiddenByte(b byte) bool {
+	return b < 0x20 || b == 0x7f || strings.IndexByte(`/\.%;`, b) >= 0
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// CheckHost reports whether h may be warmed: a lowercase DNS name of at least
+// two labels, without a port, a trailing dot, a wildcard or the shape of an IP
+// address. The gate resolves it itself and decides on the address.
+func CheckHost(h string) error {
+	if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
+		return fmt.Errorf("host %q is not a DNS name: %s", h, strings.Join(errs, "; "))
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return fmt.Errorf("host %q is an address, not a name", h)
+	}
+	labels := strings.Split(h, ".")
+	if len(labels) < 2 {
+		return fmt.Errorf("host %q is a single label", h)
+	}
+	for _, l := range labels {
+		if len(l) > validation.DNS1123LabelMaxLength {
+			return fmt.Errorf("host %q has a label longer than %d", h, validation.DNS1123LabelMaxLength)
+		}
+	}
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return fmt.Errorf("host %q ends in a numeric label", h)
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Production settings of the gate's requests to a member's Canary service.
+const (
+	// DefaultRequestTimeout is how long a request may wait for an answer
+	// before it counts as failed.
+	DefaultRequestTimeout = 2 * time.Second
+	// DefaultConcurrency bounds the requests in flight for one question; it
+	// lets one iteration's 3 rounds over 10 paths run at once.
+	DefaultConcurrency = 32
+	// Rounds is how many times each path is requested per iteration.
+	Rounds = 3
+	// MaxPaths bounds the distinct paths one member may hand the gate.
+	MaxPaths = 64
+	// MaxFailures is how many failed requests a Traffic keeps to name.
+	MaxFailures = 5
+	// drainLimit bounds how much of a body is read so the connection can be
+	// kept alive; an answer longer than this costs a new connection instead.
+	drainLimit = 64 << 10
+)
+
+// DialFunc opens a connection to addr ("host:port") on network.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Option changes a Prober.
+type Option func(*Prober)
+
+// WithRequestTimeout replaces DefaultRequestTimeout. Tests use it to keep a
+// slow server's cost low.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(p *Prober) {
+		if d > 0 {
+			p.timeout = d
+		}
+	}
+}
+
+// WithConcurrency replaces DefaultConcurrency.
+func WithConcurrency(n int) Option {
+	return func(p *Prober) {
+		if n > 0 {
+			p.concurrency = n
+		}
+	}
+}
+
+// WithDial replaces how connections are opened. Production dials the Canary
+// service's cluster name; tests map that name to a loopback server.
+func WithDial(dial DialFunc) Option {
+	return func(p *Prober) {
+		if dial != nil {
+			p.dial = dial
+		}
+	}
+}
+
+// Prober makes the gate's requests to members' Canary services. One Prober
+// (and so one transport with its kept-alive connections) serves every
+// question; it is safe for concurrent use.
+type Prober struct {
+	timeout     time.Duration
+	concurrency int
+	dial        DialFunc
+	client      *http.Client
+}
+
+// New returns a Prober with the production settings unless opts say otherwise.
+func New(opts ...Option) *Prober {
+	p := &Prober{timeout: DefaultRequestTimeout, concurrency: DefaultConcurrency}
+	for _, o := range opts {
+		o(p)
+	}
+	if p.dial == nil {
+		p.dial = (&net.Dialer{Timeout: p.timeout, KeepAlive: 30 * time.Second}).DialContext
+	}
+	p.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil, // never a proxy from the environment
+			DialContext:           p.dial,
+			MaxIdleConns:          4 * p.concurrency,
+			MaxIdleConnsPerHost:   p.concurrency,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   p.timeout,
+			ResponseHeaderTimeout: p.timeout,
+		},
+		CheckRedirect: neverFollow,
+	}
+	return p
+}
+
+// neverFollow hands a redirect back as the answer: a redirect is the member
+// answering, and following it would send the gate where the member says.
+func neverFollow(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// CanaryBase is the base URL of a member's Canary service:
+// http://<process>-canary.<namespace>.svc.cluster.local:<port>. A Canary with
+// no service port, or names that are not DNS labels, give an error.
+func CanaryBase(process, namespace string, port int32) (string, error) {
+	service := process + "-canary"
+	if errs := validation.IsDNS1123Label(service); len(errs) > 0 {
+		return "", fmt.Errorf("process %q gives no service name: %v", process, errs)
+	}
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return "", fmt.Errorf("namespace %q is not a DNS label: %v", namespace, errs)
+	}
+	if port < 1 || port > 65535 {
+		return "", fmt.Errorf("service port %d is not a port", port)
+	}
+	return "http://" + net.JoinHostPort(service+"."+namespace+".svc.cluster.local", strconv.Itoa(int(port))), nil
+}
+
+// checkBase accepts an http(s) origin with nothing after the host.
+func checkBase(base string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("base URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Opaque != "" || u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return nil, fmt.Errorf("base URL %q is not an http origin", base)
+	}
+	return u, nil
+}
+
+// distinctPaths checks every path and drops repeats, keeping the first order:
+// a readiness path that is also a Route path is requested once per round.
+func distinctPaths(paths []string) ([]string, error) {
+	seen := make(map[string]bool, len(paths))
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if err := CheckPath(p); err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if len(out) > MaxPaths {
+		return nil, fmt.Errorf("%d paths, more than %d", len(out), MaxPaths)
+	}
+	return out, nil
+}
+
+// Answer is what one request met.
+type Answer struct {
+	// Host is the public hostname requested (warmup only).
+	Host string
+	Path string
+	// Status is the HTTP status, 0 when no answer came.
+	Status int
+	// Latency is the time to the answer's headers.
+	Latency time.Duration
+	// Cause says why no answer came; empty when one did.
+	Cause string
+}
+
+// Failed reports whether the request counts against the member: a 5xx or no
+// answer, and nothing else.
+func (a Answer) Failed() bool { return RequestFailed(a.Status) }
+
+// String names the request and what it met, e.g. "/api: 503".
+func (a Answer) String() string {
+	where := a.Path
+	if a.Host != "" {
+		where = a.Host + a.Path
+	}
+	if a.Status == 0 {
+		return where + ": " + a.Cause
+	}
+	return where + ": " + strconv.Itoa(a.Status)
+}
+
+// RequestFailed is the rule for one request: status 0 (no answer) or a 5xx
+// fails; a 2xx, 3xx or 4xx is the member answering and passes.
+func RequestFailed(status int) bool {
+	return status == 0 || status >= 500
+}
+
+// get makes one GET to target with its own timeout and no credentials, reads
+// a bounded part of the body so the connection is reused, and says what it met.
+func get(ctx context.Context, client *http.Client, timeout time.Duration, target string) Answer {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, http.NoBody)
+	if err != nil {
+		return Answer{Cause: "no request: " + err.Error()}
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	latency := time.Since(start)
+	if err != nil {
+		return Answer{Cause: noAnswer(err, timeout)}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	_ = resp.Body.Close()
+	return Answer{Status: resp.StatusCode, Latency: latency}
+}
+
+// noAnswer names why a request met no answer in a few words.
+func noAnswer(err error, timeout time.Duration) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "no answer within " + timeout.String()
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return "no answer: " + err.Error()
+}
