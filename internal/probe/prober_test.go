@@ -1,0 +1,513 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// member is a real HTTP server standing in for a member's Canary service,
+// counting what it was asked.
+type member struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	// hits counts requests by path.
+	hits    map[string]int
+	headers []http.Header
+}
+
+func newMember(t *testing.T, handler http.HandlerFunc) *member {
+	t.Helper()
+	return startMember(t, handler, nil)
+}
+
+// startMember starts the server after configure has set it up.
+func startMember(t *testing.T, handler http.HandlerFunc, configure func(*http.Server)) *member {
+	t.Helper()
+	m := &member{hits: map[string]int{}}
+	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		m.hits[r.URL.EscapedPath()]++
+		m.headers = append(m.headers, r.Header.Clone())
+		m.mu.Unlock()
+		handler(w, r)
+	}))
+	if configure != nil {
+		configure(m.srv.Config)
+	}
+	m.srv.Start()
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func (m *member) count(path string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hits[path]
+}
+
+func (m *member) total() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.hits {
+		n += c
+	}
+	return n
+}
+
+// base is the member's Canary service as production names it.
+func (m *member) base(t *testing.T) string {
+	t.Helper()
+	base, err := CanaryBase("shop-api", "shop", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// clusterDial maps every *.svc.cluster.local name to target, as cluster DNS
+// and the Service would; any other address is dialled as it is.
+func clusterDial(target string) DialFunc {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasSuffix(host, ".svc.cluster.local") {
+			addr = target
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+func (m *member) prober(opts ...Option) *Prober {
+	return New(append([]Option{WithDial(clusterDial(m.srv.Listener.Addr().String()))}, opts...)...)
+}
+
+// byPath answers each path with its status; any other path 200.
+func byPath(statuses map[string]int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s, ok := statuses[r.URL.Path]; ok {
+			w.WriteHeader(s)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}
+}
+
+func TestProductionSettings(t *testing.T) {
+	p := New()
+	if p.timeout != 2*time.Second || DefaultRequestTimeout != 2*time.Second {
+		t.Errorf("request timeout %v, want 2s", p.timeout)
+	}
+	if p.concurrency != DefaultConcurrency || Rounds != 3 {
+		t.Errorf("concurrency %d, rounds %d", p.concurrency, Rounds)
+	}
+	tr := p.client.Transport.(*http.Transport)
+	if tr.Proxy != nil {
+		t.Error("the transport reads a proxy")
+	}
+	if p.client.CheckRedirect == nil || p.client.Jar != nil {
+		t.Error("the client follows redirects or keeps cookies")
+	}
+	if tr.DisableKeepAlives || tr.MaxIdleConnsPerHost < DefaultConcurrency {
+		t.Errorf("keep-alive off or too few idle connections: %d", tr.MaxIdleConnsPerHost)
+	}
+	// Options that say nothing leave the production values.
+	q := New(WithRequestTimeout(0), WithConcurrency(0), WithDial(nil))
+	if q.timeout != DefaultRequestTimeout || q.concurrency != DefaultConcurrency || q.dial == nil {
+		t.Errorf("empty options changed the prober: %v %d", q.timeout, q.concurrency)
+	}
+}
+
+func TestProductionDialReachesTheBaseItNames(t *testing.T) {
+	m := newMember(t, byPath(nil))
+	traffic, err := New().OwnTraffic(t.Context(), m.srv.URL, []string{"/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if traffic.Requests != 3 || traffic.Failed != 0 || m.count("/") != 3 {
+		t.Errorf("traffic %+v, hits %v", traffic, m.hits)
+	}
+}
+
+func TestOwnTrafficRequestsEveryPathOncePerRound(t *testing.T) {
+	m := newMember(t, byPath(nil))
+	paths := []string{"/api/health/readiness", "/", "/orders", "/"}
+	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/api/health/readiness", "/", "/orders"} {
+		if got := m.count(p); got != 3 {
+			t.Errorf("%s requested %d times, want 3", p, got)
+		}
+	}
+	if traffic.Requests != 9 || traffic.Answered != 9 || traffic.Failed != 0 || traffic.P95 <= 0 {
+		t.Errorf("traffic %+v", traffic)
+	}
+	for _, h := range m.headers {
+		if h.Get("Authorization") != "" || h.Get("Cookie") != "" {
+			t.Errorf("request carried credentials: %v", h)
+		}
+	}
+	if v := Judge(traffic, Thresholds{ErrorRate: 0, Latency: time.Second}); !v.Pass {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+func TestOwnTrafficFailsOn5xx(t *testing.T) {
+	m := newMember(t, byPath(map[string]int{"/broken": http.StatusServiceUnavailable, "/error": http.StatusInternalServerError}))
+	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), []string{"/", "/broken", "/error"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if traffic.Requests != 9 || traffic.Failed != 6 || traffic.Answered != 9 {
+		t.Errorf("traffic %+v", traffic)
+	}
+	for _, f := range traffic.Failures {
+		if (f.Path != "/broken" || f.Status != 503) && (f.Path != "/error" || f.Status != 500) {
+			t.Errorf("failure %v", f)
+		}
+	}
+	v := Judge(traffic, Thresholds{ErrorRate: 0.5, Latency: time.Second})
+	if v.Pass || !strings.Contains(v.Reason, "failed share 66.67% over 50%") || !strings.Contains(v.Reason, "6 of 9 requests failed") {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+func TestOwnTrafficPassesAnswersThatAreNot5xx(t *testing.T) {
+	target := newMember(t, byPath(nil))
+	m := newMember(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/private":
+			w.WriteHeader(http.StatusUnauthorized)
+		case "/gone":
+			http.NotFound(w, r)
+		case "/sign-in":
+			http.Redirect(w, r, "/signed-in", http.StatusFound)
+		case "/elsewhere":
+			http.Redirect(w, r, target.srv.URL+"/landing", http.StatusFound)
+		default:
+			_, _ = w.Write([]byte("ok"))
+		}
+	})
+	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), []string{"/private", "/gone", "/sign-in", "/elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if traffic.Requests != 12 || traffic.Failed != 0 || traffic.Answered != 12 {
+		t.Errorf("traffic %+v", traffic)
+	}
+	if m.count("/signed-in") != 0 || target.total() != 0 {
+		t.Errorf("a redirect was followed: member %v, target %v", m.hits, target.hits)
+	}
+	if v := Judge(traffic, Thresholds{ErrorRate: 0, Latency: time.Second}); !v.Pass {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+// slowHandler answers after delay unless the request ends first, so a
+// server that is too slow does not hold the test up once the client left.
+func slowHandler(delay time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(delay):
+			_, _ = w.Write([]byte("late"))
+		case <-r.Context().Done():
+		}
+	}
+}
+
+func TestOwnTrafficFailsWithoutAnAnswerInTime(t *testing.T) {
+	slow := slowHandler(2 * time.Second)
+	m := newMember(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			slow(w, r)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	start := time.Now()
+	traffic, err := m.prober(WithRequestTimeout(100*time.Millisecond)).OwnTraffic(t.Context(), m.base(t), []string{"/", "/slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("took %v: the requests did not run concurrently under their timeout", elapsed)
+	}
+	if traffic.Requests != 6 || traffic.Failed != 3 || traffic.Answered != 3 {
+		t.Errorf("traffic %+v", traffic)
+	}
+	if traffic.P95 >= 100*time.Millisecond {
+		t.Errorf("p95 %v counts the requests with no answer", traffic.P95)
+	}
+	if len(traffic.Failures) != 3 || traffic.Failures[0].String() != "/slow: no answer within 100ms" {
+		t.Errorf("failures %v", traffic.Failures)
+	}
+}
+
+func TestOwnTrafficFailsOnConnectionRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	p := New(WithDial(clusterDial(addr)))
+	base, _ := CanaryBase("shop-api", "shop", 8080)
+	traffic, err := p.OwnTraffic(t.Context(), base, []string{"/", "/health"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if traffic.Requests != 6 || traffic.Failed != 6 || traffic.Answered != 0 || traffic.P95 != 0 {
+		t.Errorf("traffic %+v", traffic)
+	}
+	if traffic.Failures[0].Cause != "connection refused" {
+		t.Errorf("cause %q", traffic.Failures[0].Cause)
+	}
+	v := Judge(traffic, Thresholds{ErrorRate: 1, Latency: time.Hour})
+	if v.Pass || !strings.HasPrefix(v.Reason, "own traffic: no request succeeded (6 of 6 requests failed") {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+func TestOwnTrafficAroundTheThresholds(t *testing.T) {
+	// Ten paths, one of them failing: 3 of 30 requests fail, a share of
+	// exactly 10%.
+	paths := []string{"/broken"}
+	for _, p := range []string{"/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i"} {
+		paths = append(paths, p)
+	}
+	m := newMember(t, byPath(map[string]int{"/broken": http.StatusBadGateway}))
+	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if traffic.Requests != 30 || traffic.Failed != 3 {
+		t.Fatalf("traffic %+v", traffic)
+	}
+	cases := []struct {
+		th   Thresholds
+		pass bool
+	}{
+		{Thresholds{ErrorRate: 0.1, Latency: time.Second}, true},
+		{Thresholds{ErrorRate: 0.099, Latency: time.Second}, false},
+		{Thresholds{ErrorRate: 0.1, Latency: traffic.P95}, true},
+		{Thresholds{ErrorRate: 0.1, Latency: traffic.P95 - 1}, false},
+	}
+	for _, c := range cases {
+		if v := Judge(traffic, c.th); v.Pass != c.pass {
+			t.Errorf("Judge(%+v) = %+v, want pass=%v", c.th, v, c.pass)
+		}
+	}
+}
+
+func TestOwnTrafficLatencyOverTheThreshold(t *testing.T) {
+	slow := slowHandler(60 * time.Millisecond)
+	m := newMember(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/report" {
+			slow(w, r)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), []string{"/", "/report"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if traffic.Failed != 0 || traffic.P95 < 60*time.Millisecond {
+		t.Fatalf("traffic %+v", traffic)
+	}
+	if v := Judge(traffic, Thresholds{ErrorRate: 0, Latency: 50 * time.Millisecond}); v.Pass || !strings.Contains(v.Reason, "over 50ms") {
+		t.Errorf("verdict %+v", v)
+	}
+	if v := Judge(traffic, Thresholds{ErrorRate: 0, Latency: time.Second}); !v.Pass {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+func TestOwnTrafficRefusesHostilePathsBeforeAnyRequest(t *testing.T) {
+	m := newMember(t, byPath(nil))
+	p := m.prober()
+	for _, hostile := range []string{
+		"//evil.example.com/", "/a/../admin", "http://evil.example.com/", "/a?x=1", "/a#top",
+		"/a b", "/a\x00", "/a\r\nHost: evil", "/%2e%2e/admin", "", "relative",
+	} {
+		if _, err := p.OwnTraffic(t.Context(), m.base(t), []string{"/", hostile}); err == nil {
+			t.Errorf("OwnTraffic accepted %q", hostile)
+		}
+		if _, err := p.Protected(t.Context(), m.base(t), "shop-api", hostile); err == nil {
+			t.Errorf("Protected accepted %q", hostile)
+		}
+	}
+	for _, base := range []string{"http://shop:8080/x", "ftp://shop", "http://user@shop"} {
+		if _, err := p.OwnTraffic(t.Context(), base, []string{"/"}); err == nil {
+			t.Errorf("OwnTraffic accepted base %q", base)
+		}
+		if _, err := p.Protected(t.Context(), base, "shop-api", "/"); err == nil {
+			t.Errorf("Protected accepted base %q", base)
+		}
+	}
+	tooMany := make([]string, MaxPaths+1)
+	for i := range tooMany {
+		tooMany[i] = "/p" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+	}
+	if _, err := p.OwnTraffic(t.Context(), m.base(t), tooMany); err == nil {
+		t.Error("OwnTraffic accepted more than MaxPaths paths")
+	}
+	if n := m.total(); n != 0 {
+		t.Errorf("%d requests reached the member", n)
+	}
+}
+
+func TestOwnTrafficRunsConcurrentlyWithinTheBound(t *testing.T) {
+	var inFlight, most atomic.Int32
+	all := make(chan struct{})
+	var once sync.Once
+	m := newMember(t, func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			old := most.Load()
+			if n <= old || most.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		if n == 30 {
+			once.Do(func() { close(all) })
+		}
+		// Hold every request until all 30 are in flight, or give up.
+		select {
+		case <-all:
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	})
+	paths := []string{"/0", "/1", "/2", "/3", "/4", "/5", "/6", "/7", "/8", "/9"}
+	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most.Load() != 30 || traffic.Failed != 0 {
+		t.Errorf("at most %d requests in flight, want all 30; traffic %+v", most.Load(), traffic)
+	}
+
+	// Under a bound of 4, held requests pile up to 4 and no more.
+	var bounded, boundedMost atomic.Int32
+	hold := slowHandler(20 * time.Millisecond)
+	b := newMember(t, func(w http.ResponseWriter, r *http.Request) {
+		n := bounded.Add(1)
+		defer bounded.Add(-1)
+		for {
+			old := boundedMost.Load()
+			if n <= old || boundedMost.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		hold(w, r)
+	})
+	if _, err := b.prober(WithConcurrency(4)).OwnTraffic(t.Context(), b.base(t), paths); err != nil {
+		t.Fatal(err)
+	}
+	if got := boundedMost.Load(); got != 4 {
+		t.Errorf("at most %d requests in flight under a bound of 4, want 4", got)
+	}
+}
+
+func TestOwnTrafficKeepsConnectionsAlive(t *testing.T) {
+	var opened atomic.Int32
+	m := startMember(t, byPath(nil), func(s *http.Server) {
+		s.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				opened.Add(1)
+			}
+		}
+	})
+	p := m.prober(WithConcurrency(1))
+	for range 2 {
+		if _, err := p.OwnTraffic(t.Context(), m.base(t), []string{"/", "/a", "/b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := opened.Load(); got != 1 {
+		t.Errorf("%d connections opened for 18 requests one at a time, want 1", got)
+	}
+}
+
+func TestOwnTrafficReadsNoProxyFromTheEnvironment(t *testing.T) {
+	proxy := newMember(t, byPath(map[string]int{"/": http.StatusBadGateway}))
+	t.Setenv("HTTP_PROXY", proxy.srv.URL)
+	t.Setenv("http_proxy", proxy.srv.URL)
+	t.Setenv("NO_PROXY", "")
+	m := newMember(t, byPath(nil))
+	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), []string{"/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if proxy.total() != 0 || m.count("/") != 3 || traffic.Failed != 0 {
+		t.Errorf("proxy hits %v, member hits %v", proxy.hits, m.hits)
+	}
+}
+
+func TestOwnTrafficEndsWithTheCallersContext(t *testing.T) {
+	m := newMember(t, slowHandler(5*time.Second))
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := m.prober(WithConcurrency(2)).OwnTraffic(ctx, m.base(t), []string{"/a", "/b", "/c"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %v, want the caller's deadline", err)
+	}
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("took %v after the caller left", elapsed)
+	}
+	if n := m.total(); n > 2 {
+		t.Errorf("%d requests started after the bound of 2 and the caller's end", n)
+	}
+
+	done, stop := context.WithCancel(t.Context())
+	stop()
+	if _, err := m.prober().Protected(done, m.base(t), "shop-api", "/"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Protected err %v, want cancelled", err)
+	}
+}
+
+func TestNoAnswerCauses(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&url.Error{Op: "Get", URL: "http://x", Err: context.DeadlineExceeded}, "no answer within 2s"},
+		{&url.Error{Op: "Get", URL: "http://x", Err: context.Canceled}, "cancelled"},
+		{&url.Error{Op: "Get", URL: "http://x", Err: errors.New("EOF")}, "no answer: EOF"},
+		{errors.New("reset"), "no answer: reset"},
+	}
+	for _, c := range cases {
+		if got := noAnswer(c.err, 2*time.Second); got != c.want {
+			t.Errorf("noAnswer(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+func TestAnswerString(t *testing.T) {
+	for a, want := range map[Answer]string{
+		{Path: "/a", Status: 503}:                           "/a: 503",
+		{Path: "/a", Cause: "connection refused"}:           "/a: connection refused",
+		{Host: "shop.example.com", Path: "/a", Status: 502}: "shop.example.com/a: 502",
+	} {
+		if got := a.String(); got != want {
+			t.Errorf("%#v.String() = %q, want %q", a, got, want)
+		}
+	}
+}
