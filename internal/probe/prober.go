@@ -207,6 +207,12 @@ func get(ctx context.Context, client *http.Client, timeout time.Duration, target
 	if err != nil {
 		return Answer{Cause: noAnswer(err, timeout)}
 	}
+	if latency > timeout {
+		// The answer raced the deadline and won the client's select; it
+		// still did not come within the timeout.
+		_ = resp.Body.Close()
+		return Answer{Cause: noAnswer(context.DeadlineExceeded, timeout)}
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 	_ = resp.Body.Close()
 	return Answer{Status: resp.StatusCode, Latency: latency}

@@ -225,6 +225,8 @@ func slowHandler(delay time.Duration) http.HandlerFunc {
 		case <-time.After(delay):
 			_, _ = w.Write([]byte("late"))
 		case <-r.Context().Done():
+			// The client left: answer nothing rather than an empty 200.
+			panic(http.ErrAbortHandler)
 		}
 	}
 }
