@@ -29,8 +29,13 @@ func newMember(t *testing.T, handler http.HandlerFunc) *member {
 	return startMember(t, handler, nil)
 }
 
+func newMemberB(b *testing.B, handler http.HandlerFunc) *member {
+	b.Helper()
+	return startMember(b, handler, nil)
+}
+
 // startMember starts the server after configure has set it up.
-func startMember(t *testing.T, handler http.HandlerFunc, configure func(*http.Server)) *member {
+func startMember(t testing.TB, handler http.HandlerFunc, configure func(*http.Server)) *member {
 	t.Helper()
 	m := &member{hits: map[string]int{}}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -287,10 +292,7 @@ func TestOwnTrafficFailsOnConnectionRefused(t *testing.T) {
 func TestOwnTrafficAroundTheThresholds(t *testing.T) {
 	// Ten paths, one of them failing: 3 of 30 requests fail, a share of
 	// exactly 10%.
-	paths := []string{"/broken"}
-	for _, p := range []string{"/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i"} {
-		paths = append(paths, p)
-	}
+	paths := []string{"/broken", "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i"}
 	m := newMember(t, byPath(map[string]int{"/broken": http.StatusBadGateway}))
 	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
 	if err != nil {

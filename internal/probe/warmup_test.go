@@ -101,8 +101,8 @@ func TestWarmupRequestsEveryPathThroughEveryHost(t *testing.T) {
 		}
 	})
 	r := &fakeResolver{addresses: map[string][]string{
-		"shop.example.com.":     {"127.0.0.1"},
-		"api.example.com.": {"::ffff:127.0.0.1"},
+		"shop.example.com.": {"127.0.0.1"},
+		"api.example.com.":  {"::ffff:127.0.0.1"},
 	}}
 	hosts := []string{"shop.example.com", "api.example.com", "shop.example.com"}
 	paths := []string{"/", "/private", "/gone", "/sign-in", "/"}
