@@ -40,7 +40,9 @@ func (t Traffic) FailedShare() float64 {
 // once per round. A path that CheckPath refuses, a base that is not an http
 // origin or more than MaxPaths paths are an error before any request; so is
 // ctx ending before every request was made or answered, since the asker has
-// gone and the figures are partial.
+// gone and the figures are partial. With no path nothing is requested and
+// Judge says no; a member the Canary hands no path is the caller's to hold
+// to its pods alone.
 func (p *Prober) OwnTraffic(ctx context.Context, base string, paths []string) (Traffic, error) {
 	origin, err := checkBase(base)
 	if err != nil {

@@ -183,6 +183,22 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+func TestFailedShare(t *testing.T) {
+	cases := []struct {
+		traffic Traffic
+		want    float64
+	}{
+		{Traffic{}, 0},
+		{Traffic{Requests: 30, Failed: 3}, 0.1},
+		{Traffic{Requests: 9, Failed: 9}, 1},
+	}
+	for _, c := range cases {
+		if got := c.traffic.FailedShare(); got != c.want {
+			t.Errorf("%+v.FailedShare() = %v, want %v", c.traffic, got, c.want)
+		}
+	}
+}
+
 func TestThresholdsValidate(t *testing.T) {
 	cases := []struct {
 		th Thresholds
