@@ -55,7 +55,9 @@ func start(t *testing.T, cfg server.Config) *running {
 	go func() { r.done <- server.Serve(ctx, ln, cfg) }()
 	t.Cleanup(func() {
 		cancel()
-		<-r.done
+		if err := <-r.done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
 	})
 	return r
 }
@@ -76,7 +78,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
-	var notReady error = errors.New("api server unreachable")
+	notReady := errors.New("api server unreachable")
 	var mu sync.Mutex
 	r := start(t, server.Config{Ready: func(context.Context) error {
 		mu.Lock()

@@ -144,4 +144,3 @@ func TestAssetsDirNamesTheBuildCommand(t *testing.T) {
 		t.Fatalf("AssetsDir in an empty folder = %v, want an error naming %q", err, testenv.BuildCommand)
 	}
 }
-
