@@ -20,12 +20,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
-func main() {
-	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Getenv, os.Stderr, listenTCP)
-	stop()
-	os.Exit(code)
-}
+func main() { os.Exit(run(context.Background(), os.Getenv, os.Stderr, listenTCP)) }
 
 // listener opens the address the gate serves on; a test hands its own to
 // learn the port.
@@ -36,8 +31,11 @@ func listenTCP(ctx context.Context, addr string) (net.Listener, error) {
 	return lc.Listen(ctx, "tcp", addr)
 }
 
-// run reads the environment, connects to the cluster and serves until ctx ends.
+// run reads the environment, connects to the cluster and serves until ctx
+// ends or SIGTERM or SIGINT arrives, then drains.
 func run(ctx context.Context, getenv func(string) string, logOut io.Writer, listen listener) int {
+	ctx, stop := server.SignalContext(ctx)
+	defer stop()
 	logger := slog.New(slog.NewJSONHandler(logOut, nil))
 	env := settings.New(getenv)
 	addr := env.String("ADDR", ":8080")
@@ -46,7 +44,11 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		Selector:       env.String("FLAGGER_SELECTOR", "app.kubernetes.io/instance=flagger"),
 		ServiceAccount: env.String("FLAGGER_SERVICE_ACCOUNT", "flagger"),
 	}
-	if err := env.Err(); err != nil {
+	err := env.Err()
+	if err == nil {
+		_, err = flagger.Validate()
+	}
+	if err != nil {
 		logger.Error("bad setting", slog.String("error", err.Error()))
 		return 2
 	}

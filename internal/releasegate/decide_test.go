@@ -203,7 +203,9 @@ func deployment(name string, cs ...Container) *Deployment {
 }
 
 func TestSameProgram(t *testing.T) {
-	cmRef := func(name string) EnvVar { return EnvVar{Name: "C", From: &EnvSource{Kind: "configMap", Name: name, Key: "k"}} }
+	cmRef := func(name string) EnvVar {
+		return EnvVar{Name: "C", From: &EnvSource{Kind: "configMap", Name: name, Key: "k"}}
+	}
 	fieldRef := func(name string) EnvVar { return EnvVar{Name: "F", From: &EnvSource{Kind: "field", Name: name}} }
 	base := container("img:1", EnvVar{Name: "A", Value: "1"})
 	cases := []struct {

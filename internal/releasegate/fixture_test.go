@@ -79,7 +79,7 @@ type pod struct {
 }
 
 type job struct {
-	name, identity    string
+	name, identity   string
 	complete, failed bool
 }
 

@@ -36,10 +36,10 @@ const (
 // Replies that carry no detail: who is refused, and a question the gate could
 // not answer, whose cause is in the log alone.
 const (
-	replyNotFlagger    = "the release gate answers Flagger alone"
-	replyUnanswerable  = "the release gate cannot answer this question now; its log names the cause"
-	replyBodyTooLarge  = "the payload is too large"
-	primarySuffix      = "-primary"
+	replyNotFlagger   = "the release gate answers Flagger alone"
+	replyUnanswerable = "the release gate cannot answer this question now; its log names the cause"
+	replyBodyTooLarge = "the payload is too large"
+	primarySuffix     = "-primary"
 )
 
 // Gate answers Flagger's webhooks. It holds the cluster reader and the notes
@@ -55,15 +55,9 @@ type Gate struct {
 
 // New builds a gate reading cluster, answering the pods flagger names.
 func New(cluster Cluster, flagger FlaggerIdentity, logger *slog.Logger) (*Gate, error) {
-	sel, err := labels.Parse(flagger.Selector)
+	sel, err := flagger.Validate()
 	if err != nil {
-		return nil, fmt.Errorf("flagger selector %q: %w", flagger.Selector, err)
-	}
-	if sel.Empty() {
-		return nil, fmt.Errorf("flagger selector %q selects every pod", flagger.Selector)
-	}
-	if flagger.Namespace == "" || flagger.ServiceAccount == "" {
-		return nil, errors.New("flagger namespace and service account must be set")
+		return nil, err
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -72,6 +66,23 @@ func New(cluster Cluster, flagger FlaggerIdentity, logger *slog.Logger) (*Gate, 
 		cluster: cluster, flagger: flagger, flaggerSelector: sel, logger: logger,
 		notes: notes{asked: map[memberKey]string{}},
 	}, nil
+}
+
+// Validate checks the identity names Flagger's pods precisely and returns its
+// selector: a selector that matches every pod would let any pod in
+// Flagger's namespace ask.
+func (f FlaggerIdentity) Validate() (labels.Selector, error) {
+	sel, err := labels.Parse(f.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("FLAGGER_SELECTOR %q: %w", f.Selector, err)
+	}
+	if sel.Empty() {
+		return nil, fmt.Errorf("FLAGGER_SELECTOR %q selects every pod", f.Selector)
+	}
+	if f.Namespace == "" || f.ServiceAccount == "" {
+		return nil, errors.New("FLAGGER_NAMESPACE and FLAGGER_SERVICE_ACCOUNT must name Flagger's pods")
+	}
+	return sel, nil
 }
 
 // Routes registers the four webhooks.

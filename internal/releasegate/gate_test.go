@@ -303,3 +303,63 @@ func terminatingFlagger(t *testing.T, cp *testenv.ControlPlane, ns string) {
 		_, _ = cp.Kube.CoreV1().Pods(ns).Patch(ctx, "flagger-0", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	})
 }
+
+// TestAPIServerStops: once the API server stops answering, every question is
+// 503, and the log says why.
+func TestAPIServerStops(t *testing.T) {
+	cp := testenv.Own(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	gate := serve(t, grant(t, cp), flaggerNS)
+	ns := cp.Namespace(t)
+	authApp(ns).apply(t, cp)
+	if err := gate.gate.Ready(context.Background()); err != nil {
+		t.Fatalf("not ready with the API server up: %v", err)
+	}
+	if code, reason := gate.ask(t, flagger, "/checks", payload(ns, "auth-api", rev)); code != http.StatusOK {
+		t.Fatalf("before the stop: %d %q", code, reason)
+	}
+	if err := cp.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/may-start", "/checks", "/may-promote", "/rollback"} {
+		code, reason := gate.ask(t, flagger, path, payload(ns, "auth-api", rev))
+		if code != http.StatusServiceUnavailable || !strings.Contains(reason, "cannot answer") {
+			t.Fatalf("%s with the API server stopped: %d %q", path, code, reason)
+		}
+	}
+	if !strings.Contains(gate.logs.String(), `"cause":"read Flagger's pods: `) {
+		t.Fatalf("the log does not name the cause:\n%s", gate.logs.String())
+	}
+	// Readiness was reached once; a later outage is answered per question.
+	if err := gate.gate.Ready(context.Background()); err != nil {
+		t.Fatalf("readiness fell with the API server: %v", err)
+	}
+}
+
+// TestRestartedGateReopensTheBarrierAsMembersAsk: the notes only withhold. A
+// new gate has none, so a waiting member counts again once it has asked.
+func TestRestartedGateReopensTheBarrierAsMembersAsk(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	cfg := grant(t, cp)
+	ns := cp.Namespace(t)
+	a := authApp(ns)
+	a.member("auth-ui").phase = "WaitingPromotion"
+	a.apply(t, cp)
+
+	first := serve(t, cfg, flaggerNS)
+	first.ask(t, flagger, "/may-promote", payload(ns, "auth-ui", rev))
+	if code, reason := first.ask(t, flagger, "/may-promote", payload(ns, "auth-api", rev)); code != http.StatusOK {
+		t.Fatalf("the first gate: %d %q", code, reason)
+	}
+	restarted := serve(t, cfg, flaggerNS)
+	if code, reason := restarted.ask(t, flagger, "/may-promote", payload(ns, "auth-api", rev)); code != http.StatusConflict || !strings.Contains(reason, "auth-ui is WaitingPromotion but has not asked") {
+		t.Fatalf("the restarted gate before auth-ui asked: %d %q", code, reason)
+	}
+	restarted.ask(t, flagger, "/may-promote", payload(ns, "auth-ui", rev))
+	if code, reason := restarted.ask(t, flagger, "/may-promote", payload(ns, "auth-api", rev)); code != http.StatusOK {
+		t.Fatalf("the restarted gate after auth-ui asked: %d %q", code, reason)
+	}
+}
