@@ -114,7 +114,11 @@ type asked struct {
 	own Canary
 }
 
-type decision func(ctx context.Context, a asked) (Answer, error)
+// decision is one webhook's own part. It is handed the question as soon as the
+// payload reads, starts the reads that need nothing but the question, and
+// returns the step that decides once the common reads identified the member.
+// Reads of one answer thus run side by side, not one after another.
+type decision func(ctx context.Context, q Question) func(a asked) (Answer, error)
 
 // handle runs the checks every webhook shares, in the order that reveals
 // least: the caller before the body, the body before the cluster.
@@ -146,11 +150,12 @@ func (g *Gate) handle(webhook string, decide decision) http.HandlerFunc {
 		log = log.With(slog.String("namespace", q.Namespace), slog.String("application", q.Application),
 			slog.String("process", q.Process), slog.String("revision", q.Revision))
 
+		finish := decide(ctx, q)
 		question, refusal, ok, err := g.identify(ctx, q)
 		answer := refusal
 		if err == nil && ok {
 			g.notes.note(q)
-			answer, err = decide(ctx, question)
+			answer, err = finish(question)
 		}
 		if err != nil {
 			g.cannot(ctx, w, log, err)
@@ -164,6 +169,9 @@ func (g *Gate) handle(webhook string, decide decision) http.HandlerFunc {
 // member's Canary. ok is false when the question is refused before the
 // webhook's own decision, with refusal saying why.
 func (g *Gate) identify(ctx context.Context, q Question) (a asked, refusal Answer, ok bool, err error) {
+	// The Canary is read beside the inputs; for a process that turns out no
+	// member the read is wasted, which costs less than waiting for it.
+	own := async(func() (Canary, error) { return g.cluster.Canary(ctx, q.Namespace, q.Process) })
 	cm, err := g.cluster.ConfigMap(ctx, q.Namespace, InputsConfigMap(q.Application))
 	if err != nil {
 		return asked{}, Answer{}, false, fmt.Errorf("read the inputs %s/%s: %w", q.Namespace, InputsConfigMap(q.Application), err)
@@ -173,11 +181,10 @@ func (g *Gate) identify(ctx context.Context, q Question) (a asked, refusal Answe
 		return asked{}, Answer{}, false, err
 	}
 	if _, member := in.Member(q.Process); !member {
-		// Refused before the Canary is read: a non-member costs one read.
 		refusal, _ = Identify(q, in, Canary{}, false)
 		return asked{}, refusal, false, nil
 	}
-	c, err := g.cluster.Canary(ctx, q.Namespace, q.Process)
+	c, err := own.get()
 	found := err == nil
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return asked{}, Answer{}, false, fmt.Errorf("read Canary %s/%s: %w", q.Namespace, q.Process, err)
@@ -222,36 +229,60 @@ func (g *Gate) cannot(ctx context.Context, w http.ResponseWriter, log *slog.Logg
 	server.Answer(w, http.StatusServiceUnavailable, replyUnanswerable)
 }
 
-func (g *Gate) mayStart(ctx context.Context, a asked) (Answer, error) {
-	sel := labels.SelectorFromSet(labels.Set{LabelPartOf: a.q.Application, LabelManagedBy: ManagedBy})
-	jobs, err := g.cluster.Jobs(ctx, a.q.Namespace, sel)
-	if err != nil {
-		return Answer{}, fmt.Errorf("list the Jobs of %s/%s: %w", a.q.Namespace, a.q.Application, err)
+func (g *Gate) mayStart(ctx context.Context, q Question) func(asked) (Answer, error) {
+	sel := labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application, LabelManagedBy: ManagedBy})
+	jobs := async(func() ([]Job, error) { return g.cluster.Jobs(ctx, q.Namespace, sel) })
+	return func(a asked) (Answer, error) {
+		js, err := jobs.get()
+		if err != nil {
+			return Answer{}, fmt.Errorf("list the Jobs of %s/%s: %w", q.Namespace, q.Application, err)
+		}
+		return MayStart(a.q, a.in, js), nil
 	}
-	return MayStart(a.q, a.in, jobs), nil
 }
 
-func (g *Gate) checks(ctx context.Context, a asked) (Answer, error) {
-	target, err := g.cluster.Deployment(ctx, a.q.Namespace, a.q.Process)
-	if err != nil {
-		return Answer{}, fmt.Errorf("read the new copy's Deployment %s/%s: %w", a.q.Namespace, a.q.Process, err)
-	}
-	pods, err := g.cluster.Pods(ctx, a.q.Namespace, target.Selector)
-	if err != nil {
-		return Answer{}, fmt.Errorf("list the pods of %s/%s: %w", a.q.Namespace, a.q.Process, err)
-	}
-	return Checks(a.q, pods), nil
+// newCopy reads the member's Deployment and lists the pods its selector matches.
+func (g *Gate) newCopy(ctx context.Context, q Question) *future[[]Pod] {
+	return async(func() ([]Pod, error) {
+		target, err := g.cluster.Deployment(ctx, q.Namespace, q.Process)
+		if err != nil {
+			return nil, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, err)
+		}
+		pods, err := g.cluster.Pods(ctx, q.Namespace, target.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Process, err)
+		}
+		return pods, nil
+	})
 }
 
-// members reads every member's Canary, the asking member's being already read.
+func (g *Gate) checks(ctx context.Context, q Question) func(asked) (Answer, error) {
+	pods := g.newCopy(ctx, q)
+	return func(a asked) (Answer, error) {
+		ps, err := pods.get()
+		if err != nil {
+			return Answer{}, err
+		}
+		return Checks(a.q, ps), nil
+	}
+}
+
+// members reads every other member's Canary side by side, the asking
+// member's being already read.
 func (g *Gate) members(ctx context.Context, a asked) ([]MemberState, error) {
+	canaries := make([]*future[Canary], len(a.in.Members))
+	for i, m := range a.in.Members {
+		if m.Process != a.q.Process {
+			canaries[i] = async(func() (Canary, error) { return g.cluster.Canary(ctx, a.q.Namespace, m.Process) })
+		}
+	}
 	out := make([]MemberState, 0, len(a.in.Members))
-	for _, m := range a.in.Members {
+	for i, m := range a.in.Members {
 		s := MemberState{Process: m.Process, Asked: g.notes.lastAsked(a.q, m.Process)}
-		if m.Process == a.q.Process {
+		if canaries[i] == nil {
 			s.Canary, s.HasCanary = a.own, true
 		} else {
-			c, err := g.cluster.Canary(ctx, a.q.Namespace, m.Process)
+			c, err := canaries[i].get()
 			switch {
 			case err == nil:
 				s.Canary, s.HasCanary = c, true
@@ -264,87 +295,113 @@ func (g *Gate) members(ctx context.Context, a asked) ([]MemberState, error) {
 	return out, nil
 }
 
-// deployment reads a Deployment that may not be there.
-func (g *Gate) deployment(ctx context.Context, namespace, name string) (*Deployment, error) {
-	d, err := g.cluster.Deployment(ctx, namespace, name)
-	switch {
-	case err == nil:
-		return &d, nil
-	case errors.Is(err, ErrNotFound):
-		return nil, nil
-	}
-	return nil, fmt.Errorf("read Deployment %s/%s: %w", namespace, name, err)
+// deployment reads a Deployment that may not be there: nil when it is not.
+func (g *Gate) deployment(ctx context.Context, namespace, name string) *future[*Deployment] {
+	return async(func() (*Deployment, error) {
+		d, err := g.cluster.Deployment(ctx, namespace, name)
+		switch {
+		case err == nil:
+			return &d, nil
+		case errors.Is(err, ErrNotFound):
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read Deployment %s/%s: %w", namespace, name, err)
+	})
 }
 
-func (g *Gate) mayPromote(ctx context.Context, a asked) (Answer, error) {
-	members, err := g.members(ctx, a)
-	if err != nil {
-		return Answer{}, err
-	}
-	for i := range members {
-		m := &members[i]
-		// Only a member its Canary and the notes do not already count needs
-		// its copies compared; the rest cost no further read.
-		if m.Process == a.q.Process || !m.HasCanary || PassedOnRecord(a.q, *m) {
-			continue
-		}
-		if _, ok := memberOfRelease(a.q, *m); !ok {
-			continue
-		}
-		if m.Canary.Phase != PhaseInitialized && m.Canary.Phase != PhaseSucceeded {
-			continue
-		}
-		if m.Target, err = g.deployment(ctx, a.q.Namespace, m.Process); err != nil {
+func (g *Gate) mayPromote(ctx context.Context, _ Question) func(asked) (Answer, error) {
+	return func(a asked) (Answer, error) {
+		members, err := g.members(ctx, a)
+		if err != nil {
 			return Answer{}, err
 		}
-		if m.Primary, err = g.deployment(ctx, a.q.Namespace, m.Process+primarySuffix); err != nil {
-			return Answer{}, err
+		// Only a member that may have not changed needs its copies compared;
+		// the rest cost no further read. Those reads run side by side.
+		copies := make([][2]*future[*Deployment], len(members))
+		for i, m := range members {
+			if m.Process == a.q.Process || !m.HasCanary || PassedOnRecord(a.q, m) {
+				continue
+			}
+			if _, ok := memberOfRelease(a.q, m); !ok {
+				continue
+			}
+			if m.Canary.Phase != PhaseInitialized && m.Canary.Phase != PhaseSucceeded {
+				continue
+			}
+			copies[i] = [2]*future[*Deployment]{
+				g.deployment(ctx, a.q.Namespace, m.Process),
+				g.deployment(ctx, a.q.Namespace, m.Process+primarySuffix),
+			}
 		}
+		for i := range members {
+			if copies[i][0] == nil {
+				continue
+			}
+			if members[i].Target, err = copies[i][0].get(); err != nil {
+				return Answer{}, err
+			}
+			if members[i].Primary, err = copies[i][1].get(); err != nil {
+				return Answer{}, err
+			}
+		}
+		return MayPromote(a.q, a.in, members), nil
 	}
-	return MayPromote(a.q, a.in, members), nil
 }
 
-func (g *Gate) rollback(ctx context.Context, a asked) (Answer, error) {
-	own := MemberState{Process: a.q.Process, Canary: a.own, HasCanary: true}
-	if p := a.own.Phase; p != PhaseProgressing && p != PhaseWaitingPromotion {
-		return Rollback(a.q, own, nil), nil
-	}
-	target, err := g.cluster.Deployment(ctx, a.q.Namespace, a.q.Process)
-	if err != nil {
-		return Answer{}, fmt.Errorf("read the new copy's Deployment %s/%s: %w", a.q.Namespace, a.q.Process, err)
-	}
+func (g *Gate) rollback(ctx context.Context, q Question) func(asked) (Answer, error) {
+	target := async(func() (Deployment, error) { return g.cluster.Deployment(ctx, q.Namespace, q.Process) })
 	// One list of the Application's pods serves every member: the render puts
 	// part-of on every pod template, and each copy's own selector then picks
 	// its pods out of the list.
-	pods, err := g.cluster.Pods(ctx, a.q.Namespace, labels.SelectorFromSet(labels.Set{LabelPartOf: a.q.Application}))
-	if err != nil {
-		return Answer{}, fmt.Errorf("list the pods of %s/%s: %w", a.q.Namespace, a.q.Application, err)
-	}
-	own.Pods = selectPods(pods, target.Selector)
-	if ok, _ := RollbackEligible(own, ReadCopy(own.Pods)); !ok || ReadCopy(own.Pods).MostRestarts >= RollbackRestarts {
-		return Rollback(a.q, own, nil), nil
-	}
-	members, err := g.members(ctx, a)
-	if err != nil {
-		return Answer{}, err
-	}
-	others := make([]MemberState, 0, len(members))
-	for _, m := range members {
-		if m.Process == a.q.Process {
-			continue
+	appPods := async(func() ([]Pod, error) {
+		return g.cluster.Pods(ctx, q.Namespace, labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application}))
+	})
+	return func(a asked) (Answer, error) {
+		own := MemberState{Process: a.q.Process, Canary: a.own, HasCanary: true}
+		if p := a.own.Phase; p != PhaseProgressing && p != PhaseWaitingPromotion {
+			return Rollback(a.q, own, nil), nil
 		}
-		if _, ok := memberOfRelease(a.q, m); ok && m.Canary.Phase != PhaseFailed {
-			d, err := g.deployment(ctx, a.q.Namespace, m.Process)
-			if err != nil {
-				return Answer{}, err
-			}
-			if d != nil {
-				m.Pods = selectPods(pods, d.Selector)
+		d, err := target.get()
+		if err != nil {
+			return Answer{}, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, err)
+		}
+		pods, err := appPods.get()
+		if err != nil {
+			return Answer{}, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Application, err)
+		}
+		own.Pods = selectPods(pods, d.Selector)
+		ownCopy := ReadCopy(own.Pods)
+		if ok, _ := RollbackEligible(own, ownCopy); !ok || ownCopy.MostRestarts >= RollbackRestarts {
+			return Rollback(a.q, own, nil), nil
+		}
+		members, err := g.members(ctx, a)
+		if err != nil {
+			return Answer{}, err
+		}
+		targets := make([]*future[*Deployment], len(members))
+		for i, m := range members {
+			if _, ok := memberOfRelease(a.q, m); ok && m.Process != a.q.Process && m.Canary.Phase != PhaseFailed {
+				targets[i] = g.deployment(ctx, a.q.Namespace, m.Process)
 			}
 		}
-		others = append(others, m)
+		others := make([]MemberState, 0, len(members))
+		for i, m := range members {
+			if m.Process == a.q.Process {
+				continue
+			}
+			if targets[i] != nil {
+				d, err := targets[i].get()
+				if err != nil {
+					return Answer{}, err
+				}
+				if d != nil {
+					m.Pods = selectPods(pods, d.Selector)
+				}
+			}
+			others = append(others, m)
+		}
+		return Rollback(a.q, own, others), nil
 	}
-	return Rollback(a.q, own, others), nil
 }
 
 func selectPods(pods []Pod, sel labels.Selector) []Pod {
@@ -355,6 +412,27 @@ func selectPods(pods []Pod, sel labels.Selector) []Pod {
 		}
 	}
 	return out
+}
+
+// future is a read running beside others; get waits for it.
+type future[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+func async[T any](read func() (T, error)) *future[T] {
+	f := &future[T]{done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.v, f.err = read()
+	}()
+	return f
+}
+
+func (f *future[T]) get() (T, error) {
+	<-f.done
+	return f.v, f.err
 }
 
 // memberKey names a member across Applications and namespaces.
