@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -275,12 +276,13 @@ func TestOnlyFlaggerIsAnswered(t *testing.T) {
 	}
 }
 
-// logLine is the gate's one JSON log line about namespace ns with message msg.
+// logLine is the gate's last JSON log line about namespace ns with message msg.
 func logLine(logs, ns, msg string) string {
-	for _, line := range strings.Split(logs, "\n") {
+	lines := strings.Split(logs, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
 		var entry map[string]any
-		if json.Unmarshal([]byte(line), &entry) == nil && entry["namespace"] == ns && entry["msg"] == msg {
-			return line
+		if json.Unmarshal([]byte(lines[i]), &entry) == nil && entry["namespace"] == ns && entry["msg"] == msg {
+			return lines[i]
 		}
 	}
 	return ""
@@ -362,4 +364,85 @@ func TestRestartedGateReopensTheBarrierAsMembersAsk(t *testing.T) {
 	if code, reason := restarted.ask(t, flagger, "/may-promote", payload(ns, "auth-api", rev)); code != http.StatusOK {
 		t.Fatalf("the restarted gate after auth-ui asked: %d %q", code, reason)
 	}
+}
+
+// TestReadsItCannotMake: a read the API server refuses is a question the gate
+// cannot answer. The gate runs under its own grant less one kind, so each of
+// its reads fails for real in turn.
+func TestReadsItCannotMake(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	ns := cp.Namespace(t)
+	a := authApp(ns)
+	a.member("auth-api").phase = "Progressing"
+	a.apply(t, cp)
+
+	cases := []struct {
+		without string
+		paths   []string
+		cause   string
+	}{
+		{"jobs", []string{"/may-start"}, "list the Jobs of " + ns + "/auth"},
+		{"deployments", []string{"/checks", "/may-promote", "/rollback"}, "Deployment " + ns + "/auth-"},
+		{"canaries", []string{"/may-start", "/checks", "/may-promote", "/rollback"}, "read Canary " + ns + "/auth-api"},
+		{"configmaps", []string{"/may-start"}, "read the inputs " + ns + "/auth-release-gate"},
+	}
+	for _, c := range cases {
+		t.Run("without "+c.without, func(t *testing.T) {
+			gate := serve(t, grantWithout(t, cp, c.without), flaggerNS)
+			for _, path := range c.paths {
+				code, reason := gate.ask(t, flagger, path, payload(ns, "auth-api", rev))
+				if code != http.StatusServiceUnavailable {
+					t.Fatalf("%s without %s: %d %q", path, c.without, code, reason)
+				}
+				if line := logLine(gate.logs.String(), ns, "cannot answer"); !strings.Contains(line, c.cause) || !strings.Contains(line, "forbidden") {
+					t.Fatalf("%s: the log line %q does not name the cause %q", path, line, c.cause)
+				}
+			}
+		})
+	}
+	// Without pods the gate cannot even tell Flagger: 503, never 403.
+	t.Run("without pods", func(t *testing.T) {
+		gate := serve(t, grantWithout(t, cp, "pods"), flaggerNS)
+		if code, _ := gate.ask(t, flagger, "/may-start", payload(ns, "auth-api", rev)); code != http.StatusServiceUnavailable {
+			t.Fatalf("without pods: %d", code)
+		}
+	})
+}
+
+// grantWithout binds a ServiceAccount of its own to the gate's rules less one
+// resource, and returns its identity.
+func grantWithout(t *testing.T, cp *testenv.ControlPlane, resource string) *rest.Config {
+	t.Helper()
+	rules := map[string]string{
+		"configmaps":  `{apiGroups: [""], resources: [configmaps], verbs: [get, list]}`,
+		"pods":        `{apiGroups: [""], resources: [pods], verbs: [list]}`,
+		"jobs":        `{apiGroups: [batch], resources: [jobs], verbs: [list]}`,
+		"deployments": `{apiGroups: [apps], resources: [deployments], verbs: [get]}`,
+		"canaries":    `{apiGroups: [flagger.app], resources: [canaries], verbs: [get]}`,
+	}
+	delete(rules, resource)
+	var rs []string
+	for _, r := range rules {
+		rs = append(rs, "  - "+r)
+	}
+	name := "gate-without-" + resource
+	_, err := cp.Apply(context.Background(), []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: `+name+`}
+rules:
+`+strings.Join(rs, "\n")+`
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: `+name+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: `+name+`}
+subjects: [{kind: ServiceAccount, name: `+name+`, namespace: delivery-system}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant(t, cp) // the namespace
+	return cp.As(gateNS, name)
 }
