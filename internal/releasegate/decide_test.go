@@ -287,6 +287,7 @@ func TestMayPromote(t *testing.T) {
 		{"every member passed for this revision", barrier(waiting, ui(PhaseWaitingPromotion, rev)), Yes, "barrier open"},
 		{"a member past promotion counts as passed", barrier(waiting, ui(PhasePromoting, rev)), Yes, "barrier open"},
 		{"a member finalising counts as passed", barrier(waiting, ui(PhaseFinalising, rev)), Yes, "barrier open"},
+		{"a member promoted at this revision counts as passed", barrier(waiting, ui(PhaseSucceeded, rev)), Yes, "barrier open"},
 		{"the asking member analysed with every iteration counted", barrier(analysed, ui(PhaseWaitingPromotion, rev)), Yes, "barrier open"},
 		{"the asking member still analysed", barrier(midway, ui(PhaseWaitingPromotion, rev)), NotYet, "auth-api is Progressing (2 of 4 iterations)"},
 		{"another member still analysed", barrier(waiting, ui(PhaseProgressing, rev)), NotYet, "auth-ui is Progressing"},
