@@ -1,0 +1,103 @@
+// Command release-gate answers Flagger's webhooks for every gated Application
+// from the live cluster, failing closed.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+func main() { os.Exit(run(context.Background(), os.Getenv, os.Stderr, listenTCP)) }
+
+// listener opens the address the gate serves on; a test hands its own to
+// learn the port.
+type listener func(ctx context.Context, addr string) (net.Listener, error)
+
+func listenTCP(ctx context.Context, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(ctx, "tcp", addr)
+}
+
+// run reads the environment, connects to the cluster and serves until ctx
+// ends or SIGTERM or SIGINT arrives, then drains.
+func run(ctx context.Context, getenv func(string) string, logOut io.Writer, listen listener) int {
+	ctx, stop := server.SignalContext(ctx)
+	defer stop()
+	logger := slog.New(slog.NewJSONHandler(logOut, nil))
+	env := settings.New(getenv)
+	addr := env.String("ADDR", ":8080")
+	flagger := releasegate.FlaggerIdentity{
+		Namespace:      env.String("FLAGGER_NAMESPACE", "delivery-system"),
+		Selector:       env.String("FLAGGER_SELECTOR", "app.kubernetes.io/instance=flagger"),
+		ServiceAccount: env.String("FLAGGER_SERVICE_ACCOUNT", "flagger"),
+	}
+	err := env.Err()
+	if err == nil {
+		_, err = flagger.Validate()
+	}
+	if err != nil {
+		logger.Error("bad setting", slog.String("error", err.Error()))
+		return 2
+	}
+	cfg, err := clusterConfig(getenv("KUBECONFIG"))
+	if err != nil {
+		logger.Error("no cluster to read", slog.String("error", err.Error()))
+		return 2
+	}
+	kube, err := releasegate.NewKube(cfg)
+	if err != nil {
+		logger.Error("connect to the cluster", slog.String("error", err.Error()))
+		return 2
+	}
+	gate, err := releasegate.New(kube, flagger, logger)
+	if err != nil {
+		logger.Error("bad setting", slog.String("error", err.Error()))
+		return 2
+	}
+	ln, err := listen(ctx, addr)
+	if err != nil {
+		logger.Error("listen", slog.String("addr", addr), slog.String("error", err.Error()))
+		return 1
+	}
+	err = server.Serve(ctx, ln, server.Config{Routes: gate.Routes, Ready: gate.Ready, Logger: logger})
+	if err != nil {
+		logger.Error("serve", slog.String("error", err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// clusterConfig finds the cluster as kubectl does: the files KUBECONFIG
+// names, else the in-cluster ServiceAccount, else ~/.kube/config.
+func clusterConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.Precedence = filepath.SplitList(kubeconfig)
+	} else {
+		cfg, err := rest.InClusterConfig()
+		if err == nil {
+			return cfg, nil
+		}
+		if !errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// kubeconfigAsGate writes a kubeconfig for the control plane that acts as the
+// gate's ServiceAccount, after applying the gate's RBAC file, so the binary
+// runs under exactly that grant.
+func kubeconfigAsGate(t *testing.T, cp *testenv.ControlPlane) string {
+	t.Helper()
+	rbac, err := os.ReadFile("../../deploy/release-gate/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: delivery-system}\n---\n")
+	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cp.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate = "system:serviceaccount:delivery-system:release-gate"
+		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:delivery-system", "system:authenticated"}
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRunServesFlaggerUnderItsGrant runs the binary's run whole: it reads its
+// variables, reaches the API server through KUBECONFIG, is ready, answers
+// Flagger and drains when its context ends.
+func TestRunServesFlaggerUnderItsGrant(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	if _, err := cp.Apply(context.Background(), []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: flagger-0, namespace: `+flaggerNS+`, labels: {app.kubernetes.io/instance: flagger}}
+spec:
+  serviceAccountName: flagger
+  containers: [{name: flagger, image: flagger:1.41.0}]
+status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"ADDR":              "127.0.0.1:0",
+		"KUBECONFIG":        kubeconfigAsGate(t, cp),
+		"FLAGGER_NAMESPACE": flaggerNS,
+	}
+	addr := make(chan net.Addr, 1)
+	listen := func(ctx context.Context, a string) (net.Listener, error) {
+		ln, err := listenTCP(ctx, a)
+		if err == nil {
+			addr <- ln.Addr()
+		}
+		return ln, err
+	}
+	logs := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, func(k string) string { return env[k] }, logs, listen) }()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a.String()
+	case code := <-exited:
+		t.Fatalf("run exited %d before listening:\n%s", code, logs.String())
+	}
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz: %d %s\n%s", code, body, logs.String())
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	ns := cp.Namespace(t)
+	body := fmt.Sprintf(`{"name":"auth-api","namespace":%q,"metadata":{"application":"auth","process":"auth-api","revision":"sha256:%s"}}`, ns, strings.Repeat("ab", 32))
+	resp, err := http.Post(base+"/may-start", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// No inputs in that namespace: a question the gate cannot answer, read
+	// under the gate's grant all the same.
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(logs.String(), `auth-release-gate: not found`) {
+		t.Fatalf("/may-start without inputs: %d %s\n%s", resp.StatusCode, reply, logs.String())
+	}
+
+	cancel()
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("run exited %d after its context ended:\n%s", code, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not drain")
+	}
+	if !strings.Contains(logs.String(), `"msg":"drained"`) {
+		t.Fatalf("no drain in the log:\n%s", logs.String())
+	}
+}
+
+func TestRunRefusesBadSettings(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		log  string
+	}{
+		{"a Flagger selector that does not parse", map[string]string{"FLAGGER_SELECTOR": "a in ("}, "FLAGGER_SELECTOR"},
+		{"a Flagger selector that selects every pod", map[string]string{"FLAGGER_SELECTOR": " , "}, "FLAGGER_SELECTOR"},
+		{"a kubeconfig that is not there", map[string]string{"KUBECONFIG": filepath.Join(os.TempDir(), "no-such-kubeconfig")}, "no cluster to read"},
+		{"an address that cannot be listened on", map[string]string{"KUBECONFIG": writeKubeconfig(t), "ADDR": "256.0.0.1:1"}, "listen"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs strings.Builder
+			code := run(context.Background(), func(k string) string { return c.env[k] }, &logs, listenTCP)
+			if code == 0 || !strings.Contains(logs.String(), c.log) || strings.Count(logs.String(), "\n") != 1 {
+				t.Fatalf("run = %d, log %q; want an exit and one line containing %q", code, logs.String(), c.log)
+			}
+		})
+	}
+}
+
+// writeKubeconfig writes a kubeconfig naming a server nobody runs: enough to
+// build clients, which connect only when asked.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
+		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestClusterConfigInCluster: inside a cluster, without KUBECONFIG, the gate
+// takes its ServiceAccount's config; with the token not mounted it stops
+// rather than fall back to a file.
+func TestClusterConfigInCluster(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
+	if _, err := clusterConfig(""); err == nil || !strings.Contains(err.Error(), "in-cluster") {
+		t.Fatalf("in a cluster without a token: %v", err)
+	}
+}
+
+func TestRunExitsWhenServingFails(t *testing.T) {
+	env := map[string]string{"KUBECONFIG": writeKubeconfig(t), "ADDR": "127.0.0.1:0"}
+	closed := func(ctx context.Context, addr string) (net.Listener, error) {
+		ln, err := listenTCP(ctx, addr)
+		if err == nil {
+			err = ln.Close()
+		}
+		return ln, err
+	}
+	var logs strings.Builder
+	if code := run(context.Background(), func(k string) string { return env[k] }, &logs, closed); code != 1 || !strings.Contains(logs.String(), `"msg":"serve"`) {
+		t.Fatalf("run = %d with a closed listener, log:\n%s", code, logs.String())
+	}
+}

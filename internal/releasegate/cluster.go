@@ -1,0 +1,110 @@
+package releasegate
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Cluster is what the gate reads from the cluster, each read at the moment a
+// question is asked. Every method returns ErrNotFound (wrapped) for an object
+// that is not there, and any other error for a read that did not happen.
+type Cluster interface {
+	// Pods lists the pods of namespace that selector matches.
+	Pods(ctx context.Context, namespace string, selector labels.Selector) ([]Pod, error)
+	// ConfigMap reads one ConfigMap.
+	ConfigMap(ctx context.Context, namespace, name string) (ConfigMap, error)
+	// Jobs lists the Jobs of namespace that selector matches.
+	Jobs(ctx context.Context, namespace string, selector labels.Selector) ([]Job, error)
+	// Canary reads one Flagger Canary.
+	Canary(ctx context.Context, namespace, name string) (Canary, error)
+	// Deployment reads one Deployment.
+	Deployment(ctx context.Context, namespace, name string) (Deployment, error)
+	// Reachable reports whether the API server answers at all.
+	Reachable(ctx context.Context) error
+}
+
+// ErrNotFound is a read of an object that is not there.
+var ErrNotFound = errors.New("not found")
+
+// Pod is what the gate knows of a pod.
+type Pod struct {
+	Name   string
+	Labels map[string]string
+	// IPs are status.podIPs (or status.podIP when the list is empty).
+	IPs            []string
+	Running        bool
+	Terminating    bool
+	HostNetwork    bool
+	ServiceAccount string
+	// Ready is the pod's Ready condition.
+	Ready bool
+	// Restarts is the sum of its containers' restart counts.
+	Restarts int
+}
+
+// ConfigMap is a ConfigMap's labels and data.
+type ConfigMap struct {
+	Labels map[string]string
+	Data   map[string]string
+}
+
+// Job is what the gate knows of a Job.
+type Job struct {
+	Name string
+	// Identity is the Job's app.kubernetes.io/name label.
+	Identity string
+	Complete bool
+	Failed   bool
+	// Scheduled marks a Job a CronJob created; it is never a release step.
+	Scheduled bool
+}
+
+// Canary is what the gate knows of a Flagger Canary.
+type Canary struct {
+	Name string
+	// Webhooks holds the metadata of each of the Canary's webhooks; the
+	// render writes the Application and revision into every one.
+	Webhooks         []map[string]string
+	Phase            string
+	Iterations       int
+	LastAppliedSpec  string
+	LastPromotedSpec string
+}
+
+// Deployment is a Deployment's selector and what its pods run.
+type Deployment struct {
+	Name           string
+	Selector       labels.Selector
+	InitContainers []Container
+	Containers     []Container
+}
+
+// Container is what a container runs: the fields that make two copies the
+// same program in the same environment.
+type Container struct {
+	Name    string
+	Image   string
+	Command []string
+	Args    []string
+	Env     []EnvVar
+	EnvFrom []EnvSource
+}
+
+// EnvVar is one environment variable, a literal or a reference.
+type EnvVar struct {
+	Name  string
+	Value string
+	From  *EnvSource
+}
+
+// EnvSource is where a variable's value comes from: Kind is configMap,
+// secret, field or resource; Name the object (or field path, or resource);
+// Key the key within it; Prefix the envFrom prefix.
+type EnvSource struct {
+	Kind   string
+	Name   string
+	Key    string
+	Prefix string
+}

@@ -1,0 +1,362 @@
+package releasegate
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+const (
+	rev     = "sha256:b87d7fecf08d4ac6b91ac3ca9ac84b10a193d9a90a32929e194a2650ea2e8cca"
+	tag     = "b87d7fecf08d"
+	prevRev = "sha256:2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c6e8b0d2f4a"
+)
+
+var ask = Question{Namespace: "auth-system", Application: "auth", Process: "auth-api", Revision: rev}
+
+func inputs(migration bool) *Inputs {
+	in := &Inputs{
+		Endpoint: "http://release-gate.delivery-system.svc.cluster.local:8080",
+		Deadline: "1800s",
+		Analysis: Analysis{Interval: "30s", Iterations: 4, Threshold: 3},
+		Members: []Member{
+			{Process: "auth-api", Readiness: Readiness{Path: "/ready", Port: 8081}, Checks: []string{"error-rate", "latency"}},
+			{Process: "auth-ui", Readiness: Readiness{Path: "/", Port: 8080}},
+		},
+	}
+	if migration {
+		in.Migration = &Migration{Identity: "auth-migration", TestedAgainst: prevRev}
+	}
+	return in
+}
+
+func hooks(app, revision string) []map[string]string {
+	md := map[string]string{"application": app, "process": "x", "revision": revision}
+	return []map[string]string{md, md, md}
+}
+
+func canary(name, phase string) Canary {
+	return Canary{Name: name, Webhooks: hooks("auth", rev), Phase: phase, LastAppliedSpec: "a", LastPromotedSpec: "a"}
+}
+
+func want(t *testing.T, got Answer, outcome Outcome, reason string) {
+	t.Helper()
+	if got.Outcome != outcome || !strings.Contains(got.Reason, reason) {
+		t.Fatalf("answer %d %q, want %d containing %q", got.Outcome, got.Reason, outcome, reason)
+	}
+}
+
+func TestIsFlagger(t *testing.T) {
+	flagger := Pod{Name: "flagger-1", IPs: []string{"10.0.0.7"}, Running: true, ServiceAccount: "flagger"}
+	mod := func(f func(*Pod)) []Pod { p := flagger; f(&p); return []Pod{p} }
+	cases := []struct {
+		name string
+		addr string
+		pods []Pod
+		ok   bool
+	}{
+		{"a running Flagger pod's address", "10.0.0.7", []Pod{flagger}, true},
+		{"the same address mapped into IPv6", "::ffff:10.0.0.7", []Pod{flagger}, true},
+		{"another address", "10.0.0.8", []Pod{flagger}, false},
+		{"no Flagger pod", "10.0.0.7", nil, false},
+		{"a pod not Running", "10.0.0.7", mod(func(p *Pod) { p.Running = false }), false},
+		{"a terminating pod", "10.0.0.7", mod(func(p *Pod) { p.Terminating = true }), false},
+		{"a pod on the host network", "10.0.0.7", mod(func(p *Pod) { p.HostNetwork = true }), false},
+		{"a pod under another ServiceAccount", "10.0.0.7", mod(func(p *Pod) { p.ServiceAccount = "default" }), false},
+		{"a pod's second address", "fd00::7", mod(func(p *Pod) { p.IPs = append(p.IPs, "fd00::7") }), true},
+		{"a pod with an address that does not parse", "10.0.0.7", mod(func(p *Pod) { p.IPs = []string{"x"} }), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := IsFlagger(netip.MustParseAddr(c.addr), c.pods, "flagger"); got != c.ok {
+				t.Fatalf("IsFlagger = %v, want %v", got, c.ok)
+			}
+		})
+	}
+	if IsFlagger(netip.Addr{}, []Pod{flagger}, "flagger") {
+		t.Fatal("the zero address passed")
+	}
+}
+
+func TestCheckInputs(t *testing.T) {
+	good := `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://g:8080","members":[{"process":"auth-api","readiness":{"tcp":8080}}]}`
+	labelled := map[string]string{LabelPartOf: "auth", LabelManagedBy: ManagedBy}
+	cases := []struct {
+		name string
+		cm   ConfigMap
+		err  string
+	}{
+		{"inputs of this Application", ConfigMap{Labels: labelled, Data: map[string]string{InputsKey: good}}, ""},
+		{"inputs labelled for another Application", ConfigMap{Labels: map[string]string{LabelPartOf: "billing", LabelManagedBy: ManagedBy}, Data: map[string]string{InputsKey: good}}, "is not labelled"},
+		{"inputs not rendered by deploy-kit", ConfigMap{Labels: map[string]string{LabelPartOf: "auth"}, Data: map[string]string{InputsKey: good}}, "is not labelled"},
+		{"inputs without the key", ConfigMap{Labels: labelled}, "has no key"},
+		{"inputs that do not parse", ConfigMap{Labels: labelled, Data: map[string]string{InputsKey: "{"}}, "not JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := CheckInputs("auth", c.cm)
+			if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("CheckInputs = %v, want %q", err, c.err)
+			}
+		})
+	}
+}
+
+func TestIdentify(t *testing.T) {
+	in := inputs(false)
+	cases := []struct {
+		name    string
+		q       Question
+		c       Canary
+		found   bool
+		outcome Outcome
+		reason  string
+	}{
+		{"a member asking at the revision its Canary carries", ask, canary("auth-api", PhaseProgressing), true, Yes, ""},
+		{"a process that is no member", Question{Namespace: "auth-system", Application: "auth", Process: "billing", Revision: rev}, Canary{}, false, Unanswerable, "no member"},
+		{"a Canary that is not there", ask, Canary{}, false, NotYet, "does not carry revision " + tag},
+		{"a replaced render reads the same as a missing Canary", ask, Canary{Name: "auth-api", Webhooks: hooks("auth", prevRev)}, true, NotYet, "Canary auth-api does not carry revision " + tag},
+		{"a Canary of another Application", ask, Canary{Name: "auth-api", Webhooks: hooks("billing", rev)}, true, Unanswerable, "belongs to Application billing"},
+		{"a Canary whose webhooks carry two releases", ask, Canary{Name: "auth-api", Webhooks: append(hooks("auth", rev), map[string]string{"application": "auth", "revision": prevRev})}, true, Unanswerable, "two releases"},
+		{"a Canary without the gate's webhooks", ask, Canary{Name: "auth-api", Webhooks: []map[string]string{{}}}, true, NotYet, "does not carry"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, ok := Identify(c.q, in, c.c, c.found)
+			if c.outcome == Yes {
+				if !ok {
+					t.Fatalf("refused: %+v", a)
+				}
+				return
+			}
+			if ok {
+				t.Fatal("identified")
+			}
+			want(t, a, c.outcome, c.reason)
+		})
+	}
+}
+
+func job(name, identity string, complete, failed bool) Job {
+	return Job{Name: name, Identity: identity, Complete: complete, Failed: failed}
+}
+
+func TestMayStart(t *testing.T) {
+	cases := []struct {
+		name      string
+		migration bool
+		jobs      []Job
+		outcome   Outcome
+		reason    string
+	}{
+		{"an Application that never ran a step starts at once", false, nil, Yes, "no release step"},
+		{"the inputs' migration is a step before its first Job exists", true, nil, NotYet, "job auth-migration-" + tag + " not applied"},
+		{"a step whose Job of this revision completed", true, []Job{job("auth-migration-"+tag, "auth-migration", true, false)}, Yes, "every step of " + tag + " completed"},
+		{"a step whose Job of this revision has not completed", true, []Job{job("auth-migration-"+tag, "auth-migration", false, false)}, NotYet, "not complete"},
+		{"a step whose Job of this revision failed", true, []Job{job("auth-migration-"+tag, "auth-migration", false, true)}, NotYet, "failed"},
+		{"an identity that ran a release Job before is a step", false, []Job{job("seed-2f4a6c8e0b2d", "seed", true, false)}, NotYet, "job seed-" + tag + " not applied"},
+		{"every step complete", true, []Job{
+			job("seed-2f4a6c8e0b2d", "seed", true, false), job("seed-"+tag, "seed", true, false),
+			job("auth-migration-"+tag, "auth-migration", true, false),
+		}, Yes, "auth-migration; seed"},
+		{"a down Job is never a step", false, []Job{job("auth-migration-down-"+tag, "auth-migration", false, false)}, Yes, "no release step"},
+		{"a Job a CronJob created is never a step", false, []Job{{Name: "backup-293847561234", Identity: "backup", Scheduled: true}}, Yes, "no release step"},
+		{"a Job named for another identity is not the step's Job", true, []Job{job("auth-migration-"+tag, "other", true, false)}, NotYet, "not applied"},
+		{"a Job whose name has no tag is not a release Job", false, []Job{job("seed-latest", "seed", false, false)}, Yes, "no release step"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want(t, MayStart(ask, inputs(c.migration), c.jobs), c.outcome, c.reason)
+		})
+	}
+}
+
+func pod(name string, ready bool, restarts int) Pod {
+	return Pod{Name: name, Ready: ready, Restarts: restarts, Running: true, Labels: map[string]string{"app.kubernetes.io/instance": "auth-api"}}
+}
+
+func TestChecks(t *testing.T) {
+	cases := []struct {
+		name    string
+		pods    []Pod
+		outcome Outcome
+		reason  string
+	}{
+		{"a new copy with no pod", nil, NotYet, "has no pod"},
+		{"a pod not ready", []Pod{pod("a", true, 0), pod("b", false, 0)}, NotYet, "pod b not ready (1 of 2 ready)"},
+		{"a pod that restarted", []Pod{pod("a", true, 0), pod("b", true, 1)}, NotYet, "pod b restarted 1 times"},
+		{"every pod ready, none restarted", []Pod{pod("a", true, 0), pod("b", true, 0)}, Yes, "2 pods ready"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { want(t, Checks(ask, c.pods), c.outcome, c.reason) })
+	}
+}
+
+func container(image string, env ...EnvVar) Container {
+	return Container{Name: "app", Image: image, Command: []string{"/app"}, Args: []string{"serve"}, Env: env}
+}
+
+func deployment(name string, cs ...Container) *Deployment {
+	return &Deployment{Name: name, Selector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/instance": name}), Containers: cs}
+}
+
+func TestSameProgram(t *testing.T) {
+	cmRef := func(name string) EnvVar {
+		return EnvVar{Name: "C", From: &EnvSource{Kind: "configMap", Name: name, Key: "k"}}
+	}
+	fieldRef := func(name string) EnvVar { return EnvVar{Name: "F", From: &EnvSource{Kind: "field", Name: name}} }
+	base := container("img:1", EnvVar{Name: "A", Value: "1"})
+	cases := []struct {
+		name            string
+		target, primary []Container
+		diff            string
+	}{
+		{"the same program", []Container{base}, []Container{base}, ""},
+		{"another image", []Container{base}, []Container{container("img:2", EnvVar{Name: "A", Value: "1"})}, "image"},
+		{"another command", []Container{base}, []Container{{Name: "app", Image: "img:1", Command: []string{"/other"}, Args: []string{"serve"}, Env: base.Env}}, "command"},
+		{"other arguments", []Container{base}, []Container{{Name: "app", Image: "img:1", Command: []string{"/app"}, Env: base.Env}}, "arguments"},
+		{"another environment", []Container{base}, []Container{container("img:1", EnvVar{Name: "A", Value: "2"})}, "environment"},
+		{"a tracked ConfigMap renamed by Flagger", []Container{container("i", cmRef("cfg"))}, []Container{container("i", cmRef("cfg-primary"))}, ""},
+		{"another ConfigMap", []Container{container("i", cmRef("cfg"))}, []Container{container("i", cmRef("other"))}, "environment"},
+		{"a field reference is never renamed", []Container{container("i", fieldRef("a"))}, []Container{container("i", fieldRef("a-primary"))}, "environment"},
+		{"a literal against a reference", []Container{container("i", EnvVar{Name: "C"})}, []Container{container("i", cmRef("cfg"))}, "environment"},
+		{"envFrom renamed by Flagger", []Container{{Name: "app", EnvFrom: []EnvSource{{Kind: "secret", Name: "s"}}}}, []Container{{Name: "app", EnvFrom: []EnvSource{{Kind: "secret", Name: "s-primary"}}}}, ""},
+		{"envFrom of another Secret", []Container{{Name: "app", EnvFrom: []EnvSource{{Kind: "secret", Name: "s"}}}}, []Container{{Name: "app", EnvFrom: []EnvSource{{Kind: "secret", Name: "t"}}}}, "environment"},
+		{"another container count", []Container{base}, []Container{base, base}, "1 containers, primary has 2"},
+		{"containers in another order", []Container{base, {Name: "side"}}, []Container{{Name: "side"}, base}, "container 0 is app"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := SameProgram(Deployment{Containers: c.target}, Deployment{Containers: c.primary})
+			if (got == "") != (c.diff == "") || !strings.Contains(got, c.diff) {
+				t.Fatalf("SameProgram = %q, want %q", got, c.diff)
+			}
+		})
+	}
+	if d := SameProgram(Deployment{InitContainers: []Container{base}}, Deployment{}); !strings.Contains(d, "init container") {
+		t.Fatalf("init containers not compared: %q", d)
+	}
+}
+
+// barrier builds the two members of auth for the barrier: the asking auth-api
+// and the other member auth-ui.
+func barrier(own Canary, other MemberState) []MemberState {
+	return []MemberState{{Process: "auth-api", Canary: own, HasCanary: true, Asked: rev}, other}
+}
+
+func ui(phase, asked string) MemberState {
+	return MemberState{Process: "auth-ui", Canary: canary("auth-ui", phase), HasCanary: true, Asked: asked}
+}
+
+func unchangedUI() MemberState {
+	m := ui(PhaseSucceeded, "")
+	m.Target = deployment("auth-ui", container("ui:1"))
+	m.Primary = deployment("auth-ui-primary", container("ui:1"))
+	return m
+}
+
+func TestMayPromote(t *testing.T) {
+	waiting := canary("auth-api", PhaseWaitingPromotion)
+	analysed := canary("auth-api", PhaseProgressing)
+	analysed.Iterations = 4
+	midway := canary("auth-api", PhaseProgressing)
+	midway.Iterations = 2
+	changedUI := unchangedUI()
+	changedUI.Target = deployment("auth-ui", container("ui:2"))
+	unpromotedUI := unchangedUI()
+	unpromotedUI.Canary.LastAppliedSpec = "b"
+	initialisedUI := unchangedUI()
+	initialisedUI.Canary.Phase = PhaseInitialized
+	noPrimaryUI := unchangedUI()
+	noPrimaryUI.Primary = nil
+	noTargetUI := unchangedUI()
+	noTargetUI.Target = nil
+	otherRevUI := ui(PhaseWaitingPromotion, rev)
+	otherRevUI.Canary.Webhooks = hooks("auth", prevRev)
+	otherAppUI := ui(PhaseWaitingPromotion, rev)
+	otherAppUI.Canary.Webhooks = hooks("billing", rev)
+
+	cases := []struct {
+		name    string
+		members []MemberState
+		outcome Outcome
+		reason  string
+	}{
+		{"every member passed for this revision", barrier(waiting, ui(PhaseWaitingPromotion, rev)), Yes, "barrier open"},
+		{"a member past promotion counts as passed", barrier(waiting, ui(PhasePromoting, rev)), Yes, "barrier open"},
+		{"a member finalising counts as passed", barrier(waiting, ui(PhaseFinalising, rev)), Yes, "barrier open"},
+		{"a member promoted at this revision counts as passed", barrier(waiting, ui(PhaseSucceeded, rev)), Yes, "barrier open"},
+		{"the asking member analysed with every iteration counted", barrier(analysed, ui(PhaseWaitingPromotion, rev)), Yes, "barrier open"},
+		{"the asking member still analysed", barrier(midway, ui(PhaseWaitingPromotion, rev)), NotYet, "auth-api is Progressing (2 of 4 iterations)"},
+		{"another member still analysed", barrier(waiting, ui(PhaseProgressing, rev)), NotYet, "auth-ui is Progressing"},
+		{"another member failed", barrier(waiting, ui(PhaseFailed, rev)), NotYet, "auth-ui is Failed"},
+		{"a waiting member that has not asked at this revision", barrier(waiting, ui(PhaseWaitingPromotion, prevRev)), NotYet, "auth-ui is WaitingPromotion but has not asked at " + tag},
+		{"a waiting member after the gate restarted", barrier(waiting, ui(PhaseWaitingPromotion, "")), NotYet, "has not asked"},
+		{"a member that did not change", barrier(waiting, unchangedUI()), Yes, "barrier open"},
+		{"a member initialised and unchanged", barrier(waiting, initialisedUI), Yes, "barrier open"},
+		{"a member whose Deployment just changed, a tick ahead of Flagger", barrier(waiting, changedUI), NotYet, "primary does not run what its Deployment holds (container app image)"},
+		{"a member whose spec Flagger has not promoted", barrier(waiting, unpromotedUI), NotYet, "has a spec Flagger has not promoted"},
+		{"a member with no primary", barrier(waiting, noPrimaryUI), NotYet, "has no primary auth-ui-primary"},
+		{"a member with no Deployment", barrier(waiting, noTargetUI), NotYet, "has no Deployment auth-ui"},
+		{"a member with no Canary", barrier(waiting, MemberState{Process: "auth-ui"}), NotYet, "auth-ui has no Canary"},
+		{"a member whose Canary carries another revision", barrier(waiting, otherRevUI), NotYet, "auth-ui does not carry revision " + tag},
+		{"a member whose Canary is another Application's", barrier(waiting, otherAppUI), Unanswerable, "belongs to Application billing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { want(t, MayPromote(ask, inputs(false), c.members), c.outcome, c.reason) })
+	}
+}
+
+func TestRollback(t *testing.T) {
+	own := func(phase string, pods ...Pod) MemberState {
+		return MemberState{Process: "auth-api", Canary: canary("auth-api", phase), HasCanary: true, Pods: pods}
+	}
+	other := func(phase string, pods ...Pod) []MemberState {
+		m := ui(phase, rev)
+		m.Pods = pods
+		return []MemberState{m}
+	}
+	otherRev := other(PhaseFailed)
+	otherRev[0].Canary.Webhooks = hooks("auth", prevRev)
+	cases := []struct {
+		name    string
+		own     MemberState
+		others  []MemberState
+		outcome Outcome
+		reason  string
+	}{
+		{"own pod restarted 3 times while analysed", own(PhaseProgressing, pod("a", false, 3)), nil, Yes, "pod a of new copy auth-api restarted 3 times"},
+		{"own pods restarted less than 3 times", own(PhaseProgressing, pod("a", true, 2)), other(PhaseProgressing), NotYet, "can still pass"},
+		{"another member failed at this revision", own(PhaseProgressing, pod("a", true, 0)), other(PhaseFailed), Yes, "auth-ui failed its analysis"},
+		{"another member's pod restarted 3 times", own(PhaseProgressing, pod("a", true, 0)), other(PhaseProgressing, pod("u", true, 4)), Yes, "pod u of new copy auth-ui restarted 4 times"},
+		{"another member failed at another revision", own(PhaseProgressing, pod("a", true, 0)), otherRev, NotYet, "can still pass"},
+		{"at the barrier with a ready new copy", own(PhaseWaitingPromotion, pod("a", true, 0)), other(PhaseFailed), Yes, "auth-ui failed"},
+		{"at the barrier without a ready new copy", own(PhaseWaitingPromotion, pod("a", false, 5)), other(PhaseFailed), NotYet, "waits at the barrier without a ready new copy"},
+		{"at the barrier with no pod", own(PhaseWaitingPromotion), other(PhaseFailed), NotYet, "without a ready new copy"},
+		{"waiting to start", own(PhaseWaiting, pod("a", false, 5)), other(PhaseFailed), NotYet, "auth-api is Waiting, neither analysed nor at the barrier"},
+		{"succeeded", own(PhaseSucceeded), other(PhaseFailed), NotYet, "neither analysed"},
+		{"failed already", own(PhaseFailed), nil, NotYet, "neither analysed"},
+		{"without a phase", own(""), nil, NotYet, "without a phase"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { want(t, Rollback(ask, c.own, c.others), c.outcome, c.reason) })
+	}
+}
+
+func TestRevisionTag(t *testing.T) {
+	if got := RevisionTag(rev); got != tag {
+		t.Fatalf("RevisionTag = %q", got)
+	}
+	if got := RevisionTag("sha256:abc"); got != "" {
+		t.Fatalf("RevisionTag of a short revision = %q", got)
+	}
+}
+
+func TestListKeepsReasonsShort(t *testing.T) {
+	got := list([]string{"a", "b", "c", "d", "e", "f", "g"})
+	if got != "a; b; c; d; e; and 2 more" {
+		t.Fatalf("list = %q", got)
+	}
+}

@@ -1,0 +1,371 @@
+package releasegate_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+const (
+	rev     = "sha256:b87d7fecf08d4ac6b91ac3ca9ac84b10a193d9a90a32929e194a2650ea2e8cca"
+	tag     = "b87d7fecf08d"
+	prevRev = "sha256:2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c6e8b0d2f4a"
+	gateNS  = "delivery-system"
+	gateSA  = "release-gate"
+)
+
+// grant applies deploy/release-gate/rbac.yaml itself, so the tests run the gate
+// under exactly the grant that file gives, and returns the gate's identity.
+func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
+	t.Helper()
+	rbac, err := os.ReadFile("../../deploy/release-gate/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + gateNS + "}\n---\n")
+	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
+		t.Fatalf("apply the gate's RBAC: %v", err)
+	}
+	return cp.As(gateNS, gateSA)
+}
+
+// app describes one gated Application's objects in the cluster.
+type app struct {
+	ns, name  string
+	migration bool
+	members   []member
+	jobs      []job
+	// inputs replaces the rendered releaseGate.json when set.
+	inputs string
+	// inputsApp is the part-of label of the inputs; name when empty.
+	inputsApp string
+	noInputs  bool
+}
+
+type member struct {
+	process string
+	// canaryApp and canaryRev are what the Canary's webhooks carry.
+	canaryApp, canaryRev string
+	noCanary             bool
+	phase                string
+	iterations           int
+	applied, promoted    string
+	// image of the Deployment and of the primary.
+	image, primaryImage string
+	noPrimary           bool
+	pods                []pod
+}
+
+type pod struct {
+	ready    bool
+	restarts int
+}
+
+type job struct {
+	name, identity   string
+	complete, failed bool
+}
+
+// authApp is the auth example at revision rev: auth-api analysed and waiting at
+// the barrier, auth-ui unchanged.
+func authApp(ns string) *app {
+	return &app{ns: ns, name: "auth", members: []member{
+		{process: "auth-api", phase: "WaitingPromotion", iterations: 4, applied: "new", promoted: "old",
+			image: "api:2", primaryImage: "api:1", pods: []pod{{ready: true}, {ready: true}}},
+		{process: "auth-ui", phase: "Succeeded", applied: "ui", promoted: "ui", image: "ui:1", primaryImage: "ui:1"},
+	}}
+}
+
+func (a *app) member(process string) *member {
+	for i := range a.members {
+		if a.members[i].process == process {
+			return &a.members[i]
+		}
+	}
+	panic("no member " + process)
+}
+
+func (a *app) manifests() string {
+	var b strings.Builder
+	doc := func(format string, args ...any) { fmt.Fprintf(&b, "---\n"+format+"\n", args...) }
+	inputs := a.inputs
+	if inputs == "" {
+		var ms []string
+		for _, m := range a.members {
+			ms = append(ms, fmt.Sprintf(`{"process":%q,"readiness":{"path":"/ready","port":8080}}`, m.process))
+		}
+		mig := ""
+		if a.migration {
+			mig = `,"migration":{"identity":"` + a.name + `-migration","nonTransactional":false}`
+		}
+		inputs = `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://release-gate.delivery-system.svc.cluster.local:8080","members":[` +
+			strings.Join(ms, ",") + `]` + mig + `}`
+	}
+	inputsApp := a.inputsApp
+	if inputsApp == "" {
+		inputsApp = a.name
+	}
+	if !a.noInputs {
+		doc(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s-release-gate
+  namespace: %s
+  labels: {app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}
+data:
+  releaseGate.json: %q`, a.name, a.ns, inputsApp, inputs)
+	}
+	for _, m := range a.members {
+		cApp, cRev := m.canaryApp, m.canaryRev
+		if cApp == "" {
+			cApp = a.name
+		}
+		if cRev == "" {
+			cRev = rev
+		}
+		if !m.noCanary {
+			hooks := ""
+			for _, h := range []struct{ name, typ string }{{"may-start", "confirm-rollout"}, {"checks", "rollout"}, {"may-promote", "confirm-promotion"}, {"rollback", "rollback"}} {
+				hooks += fmt.Sprintf(`
+      - name: %s
+        type: %s
+        url: http://release-gate.delivery-system.svc.cluster.local:8080/%s
+        metadata: {application: %s, process: %s, revision: "%s"}`, h.name, h.typ, h.name, cApp, m.process, cRev)
+			}
+			doc(`apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s}}
+spec:
+  provider: kubernetes
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: %s}
+  service: {port: 8080, targetPort: http, portName: http}
+  analysis:
+    interval: 30s
+    iterations: 4
+    threshold: 3
+    webhooks:%s
+status: {phase: %s, iterations: %d, lastAppliedSpec: %q, lastPromotedSpec: %q}`,
+				m.process, a.ns, a.name, m.process, hooks, m.phase, m.iterations, m.applied, m.promoted)
+		}
+		copies := []struct{ name, image string }{{m.process, m.image}}
+		if !m.noPrimary {
+			copies = append(copies, struct{ name, image string }{m.process + "-primary", m.primaryImage})
+		}
+		for _, d := range copies {
+			doc(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s}}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/instance: %s}}
+  template:
+    metadata: {labels: {app.kubernetes.io/instance: %s, app.kubernetes.io/part-of: %s}}
+    spec:
+      containers:
+        - name: app
+          image: %s
+          args: [serve]
+          env: [{name: MODE, value: live}]`, d.name, a.ns, a.name, d.name, d.name, a.name, d.image)
+		}
+		for i, p := range m.pods {
+			ready := "False"
+			if p.ready {
+				ready = "True"
+			}
+			doc(`apiVersion: v1
+kind: Pod
+metadata: {name: %s-%d, namespace: %s, labels: {app.kubernetes.io/instance: %s, app.kubernetes.io/part-of: %s}}
+spec:
+  containers: [{name: app, image: %s}]
+status:
+  phase: Running
+  podIP: 10.1.0.%d
+  podIPs: [{ip: 10.1.0.%d}]
+  conditions: [{type: Ready, status: "%s"}]
+  containerStatuses: [{name: app, image: %s, imageID: "", ready: %v, restartCount: %d, started: true, state: {running: {}}}]`,
+				m.process, i, a.ns, m.process, a.name, m.image, i+1, i+1, ready, m.image, p.ready, p.restarts)
+		}
+	}
+	for _, j := range a.jobs {
+		status := ""
+		now := time.Now().UTC().Format(time.RFC3339)
+		switch {
+		case j.complete:
+			status = fmt.Sprintf(`status:
+  startTime: %q
+  completionTime: %q
+  succeeded: 1
+  conditions:
+    - {type: SuccessCriteriaMet, status: "True", lastProbeTime: %q, lastTransitionTime: %q}
+    - {type: Complete, status: "True", lastProbeTime: %q, lastTransitionTime: %q}`, now, now, now, now, now, now)
+		case j.failed:
+			status = fmt.Sprintf(`status:
+  startTime: %q
+  failed: 1
+  conditions:
+    - {type: FailureTarget, status: "True", lastProbeTime: %q, lastTransitionTime: %q}
+    - {type: Failed, status: "True", lastProbeTime: %q, lastTransitionTime: %q}`, now, now, now, now, now)
+		}
+		doc(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: %s
+  namespace: %s
+  labels: {app.kubernetes.io/name: %s, app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}
+spec:
+  suspend: %v
+  backoffLimit: 0
+  template:
+    metadata: {labels: {app.kubernetes.io/name: %s}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: migration, image: migration:1, args: [up, %s]}]
+%s`, j.name, a.ns, j.identity, a.name, !j.complete && !j.failed, j.identity, tag, status)
+	}
+	return b.String()
+}
+
+func (a *app) apply(t testing.TB, cp *testenv.ControlPlane) {
+	t.Helper()
+	if _, err := cp.Apply(context.Background(), []byte(a.manifests())); err != nil {
+		t.Fatalf("apply the Application: %v", err)
+	}
+}
+
+// flaggerPod runs "Flagger" at address in namespace ns, as the gate requires.
+func flaggerPod(t testing.TB, cp *testenv.ControlPlane, ns, name, address string) {
+	t.Helper()
+	flaggerPodSpec(t, cp, ns, name, address, "serviceAccountName: flagger")
+}
+
+// flaggerPodSpec is flaggerPod with spec lines of the test's own; a "status:"
+// line among them replaces the Running phase.
+func flaggerPodSpec(t testing.TB, cp *testenv.ControlPlane, ns, name, address, spec string) {
+	t.Helper()
+	phase := "Running"
+	if before, after, ok := strings.Cut(spec, "\nstatus: {phase: "); ok {
+		spec, phase = before, strings.TrimSuffix(after, "}")
+	}
+	_, err := cp.Apply(context.Background(), []byte(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/instance: flagger}}
+spec:
+  %s
+  containers: [{name: flagger, image: flagger:1.41.0}]
+status:
+  phase: %s
+  podIP: %s
+  podIPs: [{ip: %s}]
+  conditions: [{type: Ready, status: "True"}]
+`, name, ns, spec, phase, address, address)))
+	if err != nil {
+		t.Fatalf("start Flagger's pod: %v", err)
+	}
+}
+
+// running is a gate serving on a loopback listener.
+type running struct {
+	url  string
+	logs *syncBuffer
+	gate *releasegate.Gate
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serve starts the gate reading through cfg, answering Flagger in flaggerNS.
+func serve(t testing.TB, cfg *rest.Config, flaggerNS string) *running {
+	t.Helper()
+	kube, err := releasegate.NewKube(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	gate, err := releasegate.New(kube, releasegate.FlaggerIdentity{
+		Namespace: flaggerNS, Selector: "app.kubernetes.io/instance=flagger", ServiceAccount: "flagger",
+	}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- server.Serve(ctx, ln, server.Config{Routes: gate.Routes, Ready: gate.Ready, Logger: logger, DrainTimeout: 2 * time.Second})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return &running{url: "http://" + ln.Addr().String(), logs: logs, gate: gate}
+}
+
+// payload is what Flagger sends for a member of the auth Application.
+func payload(ns, process, revision string) string {
+	return fmt.Sprintf(`{"name":%q,"namespace":%q,"phase":"Progressing","checksum":"c","metadata":{"application":"auth","process":%q,"revision":%q}}`,
+		process, ns, process, revision)
+}
+
+// ask posts body to the gate's path from the loopback source address from.
+func (r *running) ask(t testing.TB, from, path, body string) (int, string) {
+	t.Helper()
+	return r.askWith(t, from, path, body, nil)
+}
+
+func (r *running) askWith(t testing.TB, from, path, body string, header http.Header) (int, string) {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}

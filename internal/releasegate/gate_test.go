@@ -1,0 +1,448 @@
+package releasegate_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+const flagger = "127.0.0.1"
+
+// earlier is a question another member asks before the row's own.
+type earlier struct{ path, process string }
+
+// TestWebhooks runs the gate under its RBAC grant against the real API server
+// and asks each webhook over loopback, as Flagger would, one row per rule.
+func TestWebhooks(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	gate := serve(t, grant(t, cp), flaggerNS)
+
+	migrationJob := func(complete, failed bool) job {
+		return job{name: "auth-migration-" + tag, identity: "auth-migration", complete: complete, failed: failed}
+	}
+	rows := []struct {
+		name     string
+		prepare  func(a *app)
+		before   []earlier
+		path     string
+		process  string
+		revision string
+		status   int
+		reason   string
+		// cause is what the log says for a 503.
+		cause string
+	}{
+		// confirm-rollout
+		{name: "may-start: an Application that never ran a step starts at once",
+			path: "/may-start", status: http.StatusOK, reason: "no release step"},
+		{name: "may-start: the migration is a step before its first Job exists",
+			prepare: func(a *app) { a.migration = true },
+			path:    "/may-start", status: http.StatusConflict, reason: "waiting for job auth-migration-" + tag + " not applied"},
+		{name: "may-start: a step whose Job is not complete",
+			prepare: func(a *app) { a.migration = true; a.jobs = []job{migrationJob(false, false)} },
+			path:    "/may-start", status: http.StatusConflict, reason: "not complete"},
+		{name: "may-start: a step whose Job failed",
+			prepare: func(a *app) { a.migration = true; a.jobs = []job{migrationJob(false, true)} },
+			path:    "/may-start", status: http.StatusConflict, reason: "job auth-migration-" + tag + " failed"},
+		{name: "may-start: every step completed",
+			prepare: func(a *app) {
+				a.migration = true
+				a.jobs = []job{migrationJob(true, false), {name: "seed-" + tag, identity: "seed", complete: true}}
+			},
+			path: "/may-start", status: http.StatusOK, reason: "every step of " + tag + " completed (auth-migration; seed)"},
+		{name: "may-start: an identity that ran a release Job before is a step",
+			prepare: func(a *app) { a.jobs = []job{{name: "seed-2f4a6c8e0b2d", identity: "seed", complete: true}} },
+			path:    "/may-start", status: http.StatusConflict, reason: "job seed-" + tag + " not applied"},
+		{name: "may-start: a down Job is never a step",
+			prepare: func(a *app) { a.jobs = []job{{name: "auth-migration-down-" + tag, identity: "auth-migration"}} },
+			path:    "/may-start", status: http.StatusOK, reason: "no release step"},
+
+		// rollout
+		{name: "checks: every pod of the new copy ready, none restarted",
+			path: "/checks", status: http.StatusOK, reason: "new copy auth-api: 2 pods ready, none restarted"},
+		{name: "checks: a new copy with no pod",
+			prepare: func(a *app) { a.member("auth-api").pods = nil },
+			path:    "/checks", status: http.StatusConflict, reason: "new copy auth-api has no pod"},
+		{name: "checks: a pod not ready",
+			prepare: func(a *app) { a.member("auth-api").pods[1].ready = false },
+			path:    "/checks", status: http.StatusConflict, reason: "pod auth-api-1 not ready (1 of 2 ready)"},
+		{name: "checks: a pod that restarted",
+			prepare: func(a *app) { a.member("auth-api").pods[0].restarts = 1 },
+			path:    "/checks", status: http.StatusConflict, reason: "pod auth-api-0 restarted 1 times"},
+
+		// confirm-promotion
+		{name: "may-promote: the other member did not change",
+			path: "/may-promote", status: http.StatusOK, reason: "barrier open"},
+		{name: "may-promote: the other member's primary is a tick behind its Deployment",
+			prepare: func(a *app) { a.member("auth-ui").image = "ui:2" },
+			path:    "/may-promote", status: http.StatusConflict, reason: "auth-ui primary does not run what its Deployment holds (container app image)"},
+		{name: "may-promote: the other member has a spec Flagger has not promoted",
+			prepare: func(a *app) { a.member("auth-ui").applied = "ui2" },
+			path:    "/may-promote", status: http.StatusConflict, reason: "auth-ui has a spec Flagger has not promoted"},
+		{name: "may-promote: the other member still analysed",
+			prepare: func(a *app) { a.member("auth-ui").phase = "Progressing" },
+			path:    "/may-promote", status: http.StatusConflict, reason: "auth-ui is Progressing"},
+		{name: "may-promote: the other member waits but has not asked at this revision",
+			prepare: func(a *app) { a.member("auth-ui").phase = "WaitingPromotion" },
+			path:    "/may-promote", status: http.StatusConflict, reason: "auth-ui is WaitingPromotion but has not asked at " + tag},
+		{name: "may-promote: the other member waits and asked at this revision",
+			prepare: func(a *app) { a.member("auth-ui").phase = "WaitingPromotion" },
+			before:  []earlier{{"/checks", "auth-ui"}},
+			path:    "/may-promote", status: http.StatusOK, reason: "barrier open"},
+		{name: "may-promote: the asking member is still analysed",
+			prepare: func(a *app) { m := a.member("auth-api"); m.phase, m.iterations = "Progressing", 2 },
+			path:    "/may-promote", status: http.StatusConflict, reason: "auth-api is Progressing (2 of 4 iterations)"},
+		{name: "may-promote: the asking member analysed with every iteration counted",
+			prepare: func(a *app) { a.member("auth-api").phase = "Progressing" },
+			path:    "/may-promote", status: http.StatusOK, reason: "barrier open"},
+		{name: "may-promote: the other member's Canary carries another revision",
+			prepare: func(a *app) { a.member("auth-ui").canaryRev = prevRev },
+			path:    "/may-promote", status: http.StatusConflict, reason: "auth-ui does not carry revision " + tag},
+
+		// rollback
+		{name: "rollback: the release can still pass",
+			path: "/rollback", status: http.StatusConflict, reason: "no rollback: the release can still pass"},
+		{name: "rollback: a pod of the member's new copy restarted 3 times",
+			prepare: func(a *app) { m := a.member("auth-api"); m.phase = "Progressing"; m.pods[0].restarts = 3 },
+			path:    "/rollback", status: http.StatusOK, reason: "roll back: pod auth-api-0 of new copy auth-api restarted 3 times"},
+		{name: "rollback: another member's Canary carries this revision and failed",
+			prepare: func(a *app) { a.member("auth-ui").phase = "Failed" },
+			path:    "/rollback", status: http.StatusOK, reason: "roll back: auth-ui failed its analysis at " + tag},
+		{name: "rollback: another member's Canary carries this revision and has a pod restarted 3 times",
+			prepare: func(a *app) {
+				m := a.member("auth-ui")
+				m.phase, m.pods = "Progressing", []pod{{ready: true, restarts: 4}}
+			},
+			path: "/rollback", status: http.StatusOK, reason: "pod auth-ui-0 of new copy auth-ui restarted 4 times"},
+		{name: "rollback: another member failed at another revision",
+			prepare: func(a *app) { m := a.member("auth-ui"); m.phase, m.canaryRev = "Failed", prevRev },
+			path:    "/rollback", status: http.StatusConflict, reason: "can still pass"},
+		{name: "rollback: not asked while waiting to start",
+			prepare: func(a *app) { a.member("auth-api").phase = "Waiting"; a.member("auth-ui").phase = "Failed" },
+			path:    "/rollback", status: http.StatusConflict, reason: "auth-api is Waiting, neither analysed nor at the barrier"},
+		{name: "rollback: not asked at the barrier without a ready new copy",
+			prepare: func(a *app) { a.member("auth-api").pods[0].ready = false; a.member("auth-ui").phase = "Failed" },
+			path:    "/rollback", status: http.StatusConflict, reason: "waits at the barrier without a ready new copy"},
+
+		// Revision and membership, the same for every webhook.
+		{name: "a question about a replaced render",
+			path: "/checks", revision: prevRev, status: http.StatusConflict, reason: "Canary auth-api does not carry revision 2f4a6c8e0b2d"},
+		{name: "a question about a Canary that is not there reads the same",
+			prepare: func(a *app) { a.member("auth-api").noCanary = true },
+			path:    "/checks", revision: prevRev, status: http.StatusConflict, reason: "Canary auth-api does not carry revision 2f4a6c8e0b2d"},
+		{name: "a process that is no member",
+			path: "/may-start", process: "billing", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "process billing is no member of Application auth"},
+		{name: "a Canary of another Application",
+			prepare: func(a *app) { a.member("auth-api").canaryApp = "billing" },
+			path:    "/may-promote", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "Canary auth-api belongs to Application billing, not auth"},
+		{name: "inputs missing",
+			prepare: func(a *app) { a.noInputs = true },
+			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "auth-release-gate: not found"},
+		{name: "inputs not parsing",
+			prepare: func(a *app) { a.inputs = `{"members":"auth-api"}` },
+			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "inputs do not match the schema"},
+		{name: "inputs of another Application",
+			prepare: func(a *app) { a.inputsApp = "billing" },
+			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "is not labelled app.kubernetes.io/part-of=auth"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			ns := cp.Namespace(t)
+			a := authApp(ns)
+			if row.prepare != nil {
+				row.prepare(a)
+			}
+			a.apply(t, cp)
+			for _, e := range row.before {
+				if code, reason := gate.ask(t, flagger, e.path, payload(ns, e.process, rev)); code >= 500 || code == http.StatusForbidden {
+					t.Fatalf("earlier %s by %s: %d %s", e.path, e.process, code, reason)
+				}
+			}
+			process, revision := row.process, row.revision
+			if process == "" {
+				process = "auth-api"
+			}
+			if revision == "" {
+				revision = rev
+			}
+			code, reason := gate.ask(t, flagger, row.path, payload(ns, process, revision))
+			if code != row.status || !strings.Contains(reason, row.reason) {
+				t.Fatalf("%s: %d %q, want %d containing %q\nlog:\n%s", row.path, code, reason, row.status, row.reason, gate.logs.String())
+			}
+			if code == http.StatusServiceUnavailable {
+				if reason != "the release gate cannot answer this question now; its log names the cause" {
+					t.Fatalf("a 503 told the caller %q", reason)
+				}
+				if line := logLine(gate.logs.String(), ns, "cannot answer"); !strings.Contains(line, row.cause) || row.cause == "" {
+					t.Fatalf("the log line %q does not name the cause %q", line, row.cause)
+				}
+			}
+		})
+	}
+}
+
+// TestBadPayloads: a payload that asks nothing is 400, naming what is wrong.
+func TestBadPayloads(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	gate := serve(t, grant(t, cp), flaggerNS)
+	ns := cp.Namespace(t)
+	cases := []struct{ name, body, reason string }{
+		{"bad JSON", `{"name":`, "not a JSON object"},
+		{"missing metadata", `{"name":"auth-api","namespace":"` + ns + `"}`, "no metadata"},
+		{"name is not the process", strings.Replace(payload(ns, "auth-api", rev), `"name":"auth-api"`, `"name":"auth-ui"`, 1), "is not the process"},
+		{"revision not sha256:<hex>", payload(ns, "auth-api", "sha256:nothex"), "not sha256:<64 hex>"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, path := range []string{"/may-start", "/checks", "/may-promote", "/rollback"} {
+				code, reason := gate.ask(t, flagger, path, c.body)
+				if code != http.StatusBadRequest || !strings.Contains(reason, c.reason) {
+					t.Fatalf("%s: %d %q, want 400 containing %q", path, code, reason, c.reason)
+				}
+			}
+		})
+	}
+}
+
+// TestOnlyFlaggerIsAnswered: a caller that is not a running Flagger pod gets
+// 403, and the gate reads nothing of the cluster but Flagger's pods.
+func TestOnlyFlaggerIsAnswered(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	cfg, counter := testenv.Counting(grant(t, cp))
+	gate := serve(t, cfg, flaggerNS)
+	ns := cp.Namespace(t)
+	authApp(ns).apply(t, cp)
+
+	counter.Reset()
+	code, reason := gate.ask(t, "127.0.0.2", "/may-start", payload(ns, "auth-api", rev))
+	if code != http.StatusForbidden || reason != "the release gate answers Flagger alone" {
+		t.Fatalf("a stranger got %d %q", code, reason)
+	}
+	if got := counter.Requests(); len(got) != 1 || counter.Total() != 1 || !strings.Contains(got[0], "GET /api/v1/namespaces/"+flaggerNS+"/pods") {
+		t.Fatalf("a refused question made the API requests %v (%d), want one list of Flagger's pods", got, counter.Total())
+	}
+	// A forwarding header naming Flagger changes nothing.
+	if code, _ := gate.askWith(t, "127.0.0.3", "/may-start", payload(ns, "auth-api", rev),
+		http.Header{"X-Forwarded-For": {flagger}, "X-Real-Ip": {flagger}, "Forwarded": {"for=" + flagger}}); code != http.StatusForbidden {
+		t.Fatalf("a stranger naming Flagger in X-Forwarded-For got %d", code)
+	}
+	// A bad body from a stranger is still 403: the body is never read.
+	if code, _ := gate.ask(t, "127.0.0.2", "/checks", "{"); code != http.StatusForbidden {
+		t.Fatalf("a stranger's bad body got %d, want 403", code)
+	}
+
+	// Flagger's pod, but on the host network, under another ServiceAccount, or
+	// terminating, is not Flagger.
+	for _, tc := range []struct{ name, spec string }{
+		{"on the host network", "hostNetwork: true\n  serviceAccountName: flagger"},
+		{"under another ServiceAccount", "serviceAccountName: default"},
+		{"not running", "serviceAccountName: flagger\nstatus: {phase: Pending}"},
+		{"terminating", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			other := cp.Namespace(t)
+			if tc.spec == "" {
+				terminatingFlagger(t, cp, other)
+			} else {
+				flaggerPodSpec(t, cp, other, "flagger-0", flagger, tc.spec)
+			}
+			g := serve(t, grant(t, cp), other)
+			if code, _ := g.ask(t, flagger, "/may-start", payload(ns, "auth-api", rev)); code != http.StatusForbidden {
+				t.Fatalf("Flagger's pod %s was answered: %d", tc.name, code)
+			}
+		})
+	}
+
+	counter.Reset()
+	if code, reason := gate.ask(t, flagger, "/may-start", payload(ns, "auth-api", rev)); code != http.StatusOK {
+		t.Fatalf("Flagger got %d %q", code, reason)
+	}
+	if counter.Total() != 4 {
+		t.Fatalf("may-start made the API requests %v, want 4", counter.Requests())
+	}
+}
+
+// logLine is the gate's last JSON log line about namespace ns with message msg.
+func logLine(logs, ns, msg string) string {
+	lines := strings.Split(logs, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var entry map[string]any
+		if json.Unmarshal([]byte(lines[i]), &entry) == nil && entry["namespace"] == ns && entry["msg"] == msg {
+			return lines[i]
+		}
+	}
+	return ""
+}
+
+// terminatingFlagger leaves Flagger's pod terminating: a finalizer holds it
+// after its deletion.
+func terminatingFlagger(t *testing.T, cp *testenv.ControlPlane, ns string) {
+	t.Helper()
+	flaggerPod(t, cp, ns, "flagger-0", flagger)
+	ctx := context.Background()
+	patch := []byte(`{"metadata":{"finalizers":["delivery.test/hold"]}}`)
+	if _, err := cp.Kube.CoreV1().Pods(ns).Patch(ctx, "flagger-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Kube.CoreV1().Pods(ns).Delete(ctx, "flagger-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cp.Kube.CoreV1().Pods(ns).Patch(ctx, "flagger-0", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+}
+
+// TestAPIServerStops: once the API server stops answering, every question is
+// 503, and the log says why.
+func TestAPIServerStops(t *testing.T) {
+	cp := testenv.Own(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	gate := serve(t, grant(t, cp), flaggerNS)
+	ns := cp.Namespace(t)
+	authApp(ns).apply(t, cp)
+	if err := gate.gate.Ready(context.Background()); err != nil {
+		t.Fatalf("not ready with the API server up: %v", err)
+	}
+	if code, reason := gate.ask(t, flagger, "/checks", payload(ns, "auth-api", rev)); code != http.StatusOK {
+		t.Fatalf("before the stop: %d %q", code, reason)
+	}
+	if err := cp.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/may-start", "/checks", "/may-promote", "/rollback"} {
+		code, reason := gate.ask(t, flagger, path, payload(ns, "auth-api", rev))
+		if code != http.StatusServiceUnavailable || !strings.Contains(reason, "cannot answer") {
+			t.Fatalf("%s with the API server stopped: %d %q", path, code, reason)
+		}
+	}
+	if !strings.Contains(gate.logs.String(), `"cause":"read Flagger's pods: `) {
+		t.Fatalf("the log does not name the cause:\n%s", gate.logs.String())
+	}
+	// Readiness was reached once; a later outage is answered per question.
+	if err := gate.gate.Ready(context.Background()); err != nil {
+		t.Fatalf("readiness fell with the API server: %v", err)
+	}
+}
+
+// TestRestartedGateReopensTheBarrierAsMembersAsk: the notes only withhold. A
+// new gate has none, so a waiting member counts again once it has asked.
+func TestRestartedGateReopensTheBarrierAsMembersAsk(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	cfg := grant(t, cp)
+	ns := cp.Namespace(t)
+	a := authApp(ns)
+	a.member("auth-ui").phase = "WaitingPromotion"
+	a.apply(t, cp)
+
+	first := serve(t, cfg, flaggerNS)
+	first.ask(t, flagger, "/may-promote", payload(ns, "auth-ui", rev))
+	if code, reason := first.ask(t, flagger, "/may-promote", payload(ns, "auth-api", rev)); code != http.StatusOK {
+		t.Fatalf("the first gate: %d %q", code, reason)
+	}
+	restarted := serve(t, cfg, flaggerNS)
+	if code, reason := restarted.ask(t, flagger, "/may-promote", payload(ns, "auth-api", rev)); code != http.StatusConflict || !strings.Contains(reason, "auth-ui is WaitingPromotion but has not asked") {
+		t.Fatalf("the restarted gate before auth-ui asked: %d %q", code, reason)
+	}
+	restarted.ask(t, flagger, "/may-promote", payload(ns, "auth-ui", rev))
+	if code, reason := restarted.ask(t, flagger, "/may-promote", payload(ns, "auth-api", rev)); code != http.StatusOK {
+		t.Fatalf("the restarted gate after auth-ui asked: %d %q", code, reason)
+	}
+}
+
+// TestReadsItCannotMake: a read the API server refuses is a question the gate
+// cannot answer. The gate runs under its own grant less one kind, so each of
+// its reads fails for real in turn.
+func TestReadsItCannotMake(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	ns := cp.Namespace(t)
+	a := authApp(ns)
+	a.member("auth-api").phase = "Progressing"
+	a.apply(t, cp)
+
+	cases := []struct {
+		without string
+		paths   []string
+		cause   string
+	}{
+		{"jobs", []string{"/may-start"}, "list the Jobs of " + ns + "/auth"},
+		{"deployments", []string{"/checks", "/may-promote", "/rollback"}, "Deployment " + ns + "/auth-"},
+		{"canaries", []string{"/may-start", "/checks", "/may-promote", "/rollback"}, "read Canary " + ns + "/auth-api"},
+		{"configmaps", []string{"/may-start"}, "read the inputs " + ns + "/auth-release-gate"},
+	}
+	for _, c := range cases {
+		t.Run("without "+c.without, func(t *testing.T) {
+			gate := serve(t, grantWithout(t, cp, c.without), flaggerNS)
+			for _, path := range c.paths {
+				code, reason := gate.ask(t, flagger, path, payload(ns, "auth-api", rev))
+				if code != http.StatusServiceUnavailable {
+					t.Fatalf("%s without %s: %d %q", path, c.without, code, reason)
+				}
+				if line := logLine(gate.logs.String(), ns, "cannot answer"); !strings.Contains(line, c.cause) || !strings.Contains(line, "forbidden") {
+					t.Fatalf("%s: the log line %q does not name the cause %q", path, line, c.cause)
+				}
+			}
+		})
+	}
+	// Without pods the gate cannot even tell Flagger: 503, never 403.
+	t.Run("without pods", func(t *testing.T) {
+		gate := serve(t, grantWithout(t, cp, "pods"), flaggerNS)
+		if code, _ := gate.ask(t, flagger, "/may-start", payload(ns, "auth-api", rev)); code != http.StatusServiceUnavailable {
+			t.Fatalf("without pods: %d", code)
+		}
+	})
+}
+
+// grantWithout binds a ServiceAccount of its own to the gate's rules less one
+// resource, and returns its identity.
+func grantWithout(t *testing.T, cp *testenv.ControlPlane, resource string) *rest.Config {
+	t.Helper()
+	rules := map[string]string{
+		"configmaps":  `{apiGroups: [""], resources: [configmaps], verbs: [get, list]}`,
+		"pods":        `{apiGroups: [""], resources: [pods], verbs: [list]}`,
+		"jobs":        `{apiGroups: [batch], resources: [jobs], verbs: [list]}`,
+		"deployments": `{apiGroups: [apps], resources: [deployments], verbs: [get]}`,
+		"canaries":    `{apiGroups: [flagger.app], resources: [canaries], verbs: [get]}`,
+	}
+	delete(rules, resource)
+	var rs []string
+	for _, r := range rules {
+		rs = append(rs, "  - "+r)
+	}
+	name := "gate-without-" + resource
+	_, err := cp.Apply(context.Background(), []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: `+name+`}
+rules:
+`+strings.Join(rs, "\n")+`
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: `+name+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: `+name+`}
+subjects: [{kind: ServiceAccount, name: `+name+`, namespace: delivery-system}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant(t, cp) // the namespace
+	return cp.As(gateNS, name)
+}
