@@ -51,7 +51,8 @@ func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
 
 	cfg := vaultapi.DefaultConfig()
 	if cfg.Error != nil {
-		log.Error("vault client", slog.String("error", cfg.Error.Error()))
+		// Vault's client reads its own VAULT_* variables (TLS, retries) itself.
+		log.Error("bad setting", slog.String("error", "Vault's VAULT_* variables: "+cfg.Error.Error()))
 		return 1
 	}
 	cfg.Address = addr
