@@ -235,3 +235,39 @@ func TestRunSettings(t *testing.T) {
 		t.Fatalf("exit %d, lines %v", code, lines)
 	}
 }
+
+// What the job wrote works as rendered: the identity's own ServiceAccount
+// logs in through its role and holds exactly its grant; the same name in
+// another namespace cannot log in as it.
+func TestRunGrantsWorkAsRendered(t *testing.T) {
+	f := newFixture(t)
+	if code, lines := f.run(t, mountSet(t, "render", "auth")); code != 0 {
+		t.Fatalf("exit %d: %v", code, lines)
+	}
+	cp := testenv.Shared(t)
+	ctx := context.Background()
+	client := f.vault.LoginClient(t)
+	if err := vaultpolicy.Login(ctx, client, "kubernetes", "auth-system-auth-api",
+		cp.ServiceAccountTokenFile(t, "auth-system", "auth-api")); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"secret/data/auth-api":             "read",
+		"secret/metadata/auth-api":         "read",
+		"transit/sign/auth-api-jwt":        "update",
+		"transit/keys/auth-api-jwt/rotate": "update",
+		"secret/data/auth-api-other":       "deny",
+		"database/creds/auth-owner":        "deny",
+		"sys/policies/acl/auth-system-x":   "deny",
+	} {
+		got, err := client.Sys().CapabilitiesSelfWithContext(ctx, path)
+		if err != nil || len(got) != 1 || got[0] != want {
+			t.Errorf("%s: capabilities %q, %v; want [%s]", path, got, err, want)
+		}
+	}
+	other := f.vault.LoginClient(t)
+	if err := vaultpolicy.Login(ctx, other, "kubernetes", "auth-system-auth-api",
+		cp.ServiceAccountTokenFile(t, "data-system", "auth-api")); err == nil {
+		t.Error("a ServiceAccount of another namespace logged in as auth-system-auth-api")
+	}
+}
