@@ -3,9 +3,12 @@ module github.com/JorisJonkers-dev/delivery
 go 1.26.0
 
 require (
+	github.com/bradleyfalzon/ghinstallation/v2 v2.19.0
 	github.com/fluxcd/flagger v1.41.0
 	github.com/fluxcd/kustomize-controller/api v1.8.0
 	github.com/fluxcd/source-controller/api v1.8.0
+	github.com/golang-jwt/jwt/v4 v4.5.2
+	github.com/google/go-github/v75 v75.0.0
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
 	k8s.io/client-go v0.35.4
@@ -28,6 +31,8 @@ require (
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/go-github/v88 v88.0.0 // indirect
+	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
