@@ -299,3 +299,32 @@ func TestTheGrantIsNoWider(t *testing.T) {
 		t.Fatalf("an ungranted capture: %v", err)
 	}
 }
+
+func TestListsArePaged(t *testing.T) {
+	ctx := context.Background()
+	cp := testenv.Shared(t)
+	ns := cp.Namespace(t)
+	for i := range 5 {
+		createPod(t, cp.Kube, ns, "paged-"+string(rune('a'+i)), "paged", "node-p", corev1.PodRunning)
+	}
+	counted, counter := testenv.Counting(cp.Config)
+	kube, err := collector.NewKube(counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube.PageSize = 2
+	facts, err := kube.Facts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range facts.Placements {
+		found = found || p == collector.Placement{Process: "paged", Node: "node-p"}
+	}
+	if !found {
+		t.Fatalf("placements %v", facts.Placements)
+	}
+	if n := counter.Matching("GET /api/v1/pods"); n < 3 {
+		t.Fatalf("%d page requests for at least 5 pods in pages of 2: %v", n, counter.Requests())
+	}
+}

@@ -30,6 +30,11 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	// client-go's default of 5 requests a second would stretch the pages of
+	// one capture over seconds; a capture is a short burst every few minutes.
+	if cfg.QPS == 0 && cfg.Burst == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("a Kubernetes client: %w", err)

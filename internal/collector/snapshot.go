@@ -3,7 +3,6 @@ package collector
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
-	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // The document's fixed identity and the schema version this Collector writes.
@@ -120,7 +118,7 @@ func oneLine(err *jsonschema.ValidationError) string {
 // dropped before the schema sees it; anything else the schema refuses, a
 // duplicate key, or a later major schema version is a *RefusedError.
 func Decode(data []byte) (Snapshot, error) {
-	doc, err := decodeYAML(data)
+	root, doc, err := decodeYAML(data)
 	if err != nil {
 		return Snapshot{}, &RefusedError{Reason: err.Error()}
 	}
@@ -130,13 +128,9 @@ func Decode(data []byte) (Snapshot, error) {
 	if err := Validate(doc); err != nil {
 		return Snapshot{}, err
 	}
-	clean, err := json.Marshal(doc)
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("re-encode the snapshot: %w", err)
-	}
 	var s Snapshot
-	if err := json.Unmarshal(clean, &s); err != nil {
-		return Snapshot{}, &RefusedError{Reason: err.Error()}
+	if err := root.Decode(&s); err != nil {
+		return Snapshot{}, &RefusedError{Reason: oneLineYAML(err)}
 	}
 	if major, _, _ := strings.Cut(s.SchemaVersion, "."); major != schemaMajor {
 		return Snapshot{}, &RefusedError{Reason: fmt.Sprintf("schemaVersion %s is not %s.x, which this Collector writes", s.SchemaVersion, schemaMajor)}
@@ -144,20 +138,38 @@ func Decode(data []byte) (Snapshot, error) {
 	return s, nil
 }
 
-// decodeYAML turns YAML into the JSON value the schema validator reads.
-// sigs.k8s.io/yaml refuses duplicate keys in strict mode.
-func decodeYAML(data []byte) (any, error) {
-	asJSON, err := sigsyaml.YAMLToJSONStrict(data)
-	if err != nil {
-		// The YAML library's reasons span lines; a log line must not.
-		return nil, fmt.Errorf("not YAML: %s", strings.Join(strings.Fields(err.Error()), " "))
+// decodeYAML parses YAML once into a node tree and the plain value the
+// schema validator reads (maps, slices, strings, numbers, booleans). A
+// duplicate key is an error. Timestamps stay the text they were written as,
+// as JSON would carry them, so the schema judges the text.
+func decodeYAML(data []byte) (*yaml.Node, any, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, nil, fmt.Errorf("not YAML: %s", oneLineYAML(err))
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(asJSON))
-	if err != nil {
-		return nil, fmt.Errorf("not a document: %w", err)
+	if len(root.Content) == 0 {
+		return &root, nil, nil
 	}
-	return doc, nil
+	timestampsAsText(&root)
+	var doc any
+	if err := root.Decode(&doc); err != nil {
+		return nil, nil, fmt.Errorf("not YAML: %s", oneLineYAML(err))
+	}
+	return &root, doc, nil
 }
+
+func timestampsAsText(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!timestamp" {
+		n.Tag = "!!str"
+	}
+	for _, c := range n.Content {
+		timestampsAsText(c)
+	}
+}
+
+// oneLineYAML keeps the YAML library's reason, which spans lines, on one line
+// for a log.
+func oneLineYAML(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // header opens every file the Collector writes.
 const header = "# The cluster's volume bindings and process placements, captured by the\n" +
@@ -166,10 +178,13 @@ const header = "# The cluster's volume bindings and process placements, captured
 
 // Encode writes the snapshot as YAML in a fixed order (the schema's fields in
 // order, facts normalized), so the same facts always give the same bytes. It
-// refuses to produce a document Decode would refuse.
+// refuses to produce a document the schema would refuse.
 func Encode(s Snapshot) ([]byte, error) {
 	f := s.Facts()
 	s.Bindings, s.Placements = f.Bindings, f.Placements
+	if err := Validate(s.document()); err != nil {
+		return nil, fmt.Errorf("the snapshot to write: %w", err)
+	}
 	var buf bytes.Buffer
 	buf.WriteString(header)
 	enc := yaml.NewEncoder(&buf)
@@ -180,8 +195,21 @@ func Encode(s Snapshot) ([]byte, error) {
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("encode the snapshot: %w", err)
 	}
-	if _, err := Decode(buf.Bytes()); err != nil {
-		return nil, fmt.Errorf("the snapshot to write: %w", err)
-	}
 	return buf.Bytes(), nil
+}
+
+// document is the snapshot as the plain value the schema validator reads.
+func (s Snapshot) document() map[string]any {
+	bindings := make([]any, len(s.Bindings))
+	for i, b := range s.Bindings {
+		bindings[i] = map[string]any{"claim": b.Claim, "node": b.Node}
+	}
+	placements := make([]any, len(s.Placements))
+	for i, p := range s.Placements {
+		placements[i] = map[string]any{"process": p.Process, "node": p.Node}
+	}
+	return map[string]any{
+		"apiVersion": s.APIVersion, "kind": s.Kind, "schemaVersion": s.SchemaVersion, "cluster": s.Cluster,
+		"capturedAt": s.CapturedAt, "bindings": bindings, "placements": placements,
+	}
 }

@@ -95,7 +95,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"a binding with an extra field", valid + "bindings: [{claim: a, node: b, size: 1}]\nplacements: []\n", "size"},
 		{"an offset time", strings.Replace(valid, "00:00:00Z", "00:00:00+02:00", 1) + "bindings: []\nplacements: []\n", "capturedAt"},
 		{"a later major schema", strings.Replace(valid, "1.0.0", "2.0.0", 1) + "bindings: []\nplacements: []\n", "schemaVersion 2.0.0"},
-		{"a duplicate key", valid + "bindings: []\nbindings: []\nplacements: []\n", `key "bindings" already set`},
+		{"a duplicate key", valid + "bindings: []\nbindings: []\nplacements: []\n", `mapping key "bindings" already defined`},
 		{"not YAML", "{", "not YAML"},
 		{"empty", "", "want object"},
 		{"a list", "- a\n", "want object"},
@@ -112,6 +112,18 @@ func TestDecodeRefuses(t *testing.T) {
 				t.Fatalf("the reason spans lines: %q", err)
 			}
 		})
+	}
+}
+
+func TestDecodeReadsAnUnquotedTimestampAsItsText(t *testing.T) {
+	doc := "apiVersion: state.jorisjonkers.dev/v1\nkind: ClusterState\nschemaVersion: 1.0.0\ncluster: production\n" +
+		"capturedAt: 2026-09-30T00:00:00Z\nbindings: []\nplacements: []\n"
+	s, err := Decode([]byte(doc))
+	if err != nil || s.CapturedAt != "2026-09-30T00:00:00Z" {
+		t.Fatalf("Decode = %+v, %v", s, err)
+	}
+	if _, err := Decode([]byte(strings.Replace(doc, "00:00:00Z", "00:00:00+01:00", 1))); err == nil {
+		t.Fatal("an unquoted timestamp with an offset was accepted")
 	}
 }
 
@@ -280,6 +292,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte("apiVersion: state.jorisjonkers.dev/v1\nkind: ClusterState\nschemaVersion: 1.0.0\ncluster: production\ncapturedAt: \"2026-09-30T00:00:00Z\"\nbindings: []\nplacements: []\nbackups: [1]\n"))
 	f.Add([]byte("{"))
+	f.Add([]byte("{1: 2, .nan: [a, *b]}"))
+	f.Add([]byte("capturedAt: &t 2026-09-30T00:00:00Z\ncluster: *t\n"))
 	f.Add([]byte(""))
 	f.Add([]byte("bindings: [{claim: a, node: b}, {claim: a, node: b}]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
