@@ -182,7 +182,7 @@ func (s *Server) getContents(w http.ResponseWriter, r *http.Request) {
 	}
 	path := strings.Trim(r.PathValue("path"), "/")
 	if content, ok := repo.files[path]; ok {
-		writeJSON(w, http.StatusOK, s.entry(r, path, content, true))
+		writeCacheable(w, r, s.entry(r, path, content, true))
 		return
 	}
 	// A directory answers an array of its entries.
@@ -211,7 +211,7 @@ func (s *Server) getContents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
-	writeJSON(w, http.StatusOK, entries)
+	writeCacheable(w, r, entries)
 }
 
 // putRequest is the body of PUT /repos/{owner}/{repo}/contents/{path}.
@@ -325,7 +325,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(content)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeCacheable(w, r, map[string]any{
 		"sha": sha, "size": len(content), "encoding": "base64", "content": wrapBase64(content),
 		"url": "http://" + r.Host + r.URL.Path, "node_id": "B_" + sha[:12],
 	})

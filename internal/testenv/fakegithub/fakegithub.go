@@ -181,8 +181,9 @@ func (s *Server) handler() http.Handler {
 		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
 			rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 			auth, ok := s.authenticate(rec, r, rt.auth)
-			if ok && rt.auth == "installation" && s.failing(rec) {
-				ok = false
+			if ok && rt.auth == "installation" {
+				s.setRateHeaders(rec)
+				ok = !s.failing(rec)
 			}
 			if ok {
 				rt.handle(s, rec, r)

@@ -305,3 +305,46 @@ func TestFailWithAndUnknownRoutes(t *testing.T) {
 		t.Fatalf("last call %v", c)
 	}
 }
+
+func TestConditionalReadsCostNothing(t *testing.T) {
+	ctx := context.Background()
+	fake := fakegithub.New(t)
+	fake.PutFile(repo, "cluster-state.yml", []byte("one\n"))
+	gh := client(t, fake, fake.URL())
+	_, _, resp, err := gh.Repositories.GetContents(ctx, "estate-org", "estate", "cluster-state.yml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := resp.Header.Get("ETag")
+	if etag == "" || resp.Rate.Limit != 5000 || resp.Rate.Remaining != 4999 {
+		t.Fatalf("ETag %q, rate %+v", etag, resp.Rate)
+	}
+	token, err := gh.Client().Transport.(*ghinstallation.Transport).Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conditional := func() int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fake.URL()+"/repos/"+repo+"/contents/cluster-state.yml", nil)
+		req.Header.Set("Authorization", "token "+token)
+		req.Header.Set("If-None-Match", etag)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := conditional(); code != http.StatusNotModified {
+		t.Fatalf("an unchanged file answered %d", code)
+	}
+	if used := fake.RateLimitUsed(); used != 1 {
+		t.Fatalf("rate limit used %d after one read and one 304", used)
+	}
+	fake.PutFile(repo, "cluster-state.yml", []byte("two\n"))
+	if code := conditional(); code != http.StatusOK {
+		t.Fatalf("a changed file answered %d", code)
+	}
+	if used := fake.RateLimitUsed(); used != 2 {
+		t.Fatalf("rate limit used %d", used)
+	}
+}
