@@ -196,6 +196,15 @@ func TestCaptureAgainstTheAPIServerAndGitHub(t *testing.T) {
 	if n := fake.CallsMatching("PUT", "/contents/"); n != 0 {
 		t.Fatalf("an unchanged capture wrote %d times", n)
 	}
+	// The next unchanged capture reads through a conditional request that
+	// GitHub answers 304: it costs no rate-limit units.
+	fake.ResetCalls()
+	if out, err := c.Capture(ctx); err != nil || out.Committed {
+		t.Fatalf("second unchanged capture: %+v %v", out, err)
+	}
+	if used := fake.RateLimitUsed(); used != 0 || fake.CallsMatching("GET", "/contents/") != 1 {
+		t.Fatalf("an unchanged capture spent %d rate-limit units: %v", used, fake.Calls())
+	}
 
 	// A moved pod makes exactly one commit, over the blob it read.
 	if err := cp.Kube.CoreV1().Pods(ns).Delete(ctx, "web-1", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {

@@ -2,6 +2,8 @@
 // and the installation tokens (refreshed before they expire) come from
 // ghinstallation, every REST call from go-github. It reads and writes one file
 // of one repository so that a concurrent change makes a write fail, never win.
+// Every GET is repeated as a conditional request, so reading what did not
+// change costs no rate-limit units.
 package githubapp
 
 import (
@@ -61,7 +63,7 @@ func New(cfg Config) (*Client, error) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	gh := github.NewClient(&http.Client{Transport: installation, Timeout: timeout})
+	gh := github.NewClient(&http.Client{Transport: newConditional(installation), Timeout: timeout})
 	// Set the root as given rather than through WithEnterpriseURLs, which
 	// would append /api/v3 to any host not named api.*.
 	gh.BaseURL = base

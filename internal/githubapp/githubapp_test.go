@@ -226,3 +226,30 @@ func TestFromEnv(t *testing.T) {
 		})
 	}
 }
+
+func TestUnchangedReadsAreConditionalAndFree(t *testing.T) {
+	ctx := context.Background()
+	fake := fakegithub.New(t)
+	fake.PutFile(estate.String(), "cluster-state.yml", []byte("one\n"))
+	file := newClient(t, fake, fake.URL()).File(estate, "cluster-state.yml", "")
+	for range 3 {
+		got, err := file.Read(ctx)
+		if err != nil || string(got.Data) != "one\n" {
+			t.Fatalf("read %q %v", got.Data, err)
+		}
+	}
+	if used := fake.RateLimitUsed(); used != 1 {
+		t.Fatalf("three reads of an unchanged file spent %d units, want 1", used)
+	}
+	if n := fake.CallsMatching(http.MethodGet, "/contents/"); n != 3 {
+		t.Fatalf("%d reads reached GitHub", n)
+	}
+	sha := fake.PutFile(estate.String(), "cluster-state.yml", []byte("two\n"))
+	got, err := file.Read(ctx)
+	if err != nil || string(got.Data) != "two\n" || got.SHA != sha {
+		t.Fatalf("a changed file read as %q %s %v", got.Data, got.SHA, err)
+	}
+	if used := fake.RateLimitUsed(); used != 2 {
+		t.Fatalf("units spent %d, want 2", used)
+	}
+}
