@@ -1,0 +1,126 @@
+// Command collector captures the cluster's volume bindings and pod placements
+// when it starts and once every INTERVAL, and commits them as
+// cluster-state.yml to the Estate repository through a GitHub App whenever a
+// fact changed. GET /fresh is its liveness probe.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/JorisJonkers-dev/delivery/internal/collector"
+	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+	"github.com/JorisJonkers-dev/delivery/internal/periodic"
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+func main() {
+	ctx, stop := server.SignalContext(context.Background())
+	code := run(ctx, os.Getenv, os.ReadFile, time.Now, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is everything the Collector reads from its environment.
+type config struct {
+	cluster  string
+	repo     githubapp.Repository
+	path     string
+	branch   string
+	interval time.Duration
+	addr     string
+	app      githubapp.Config
+}
+
+func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error)) (config, error) {
+	s := settings.New(getenv)
+	cfg := config{
+		cluster:  s.Required("CLUSTER_NAME"),
+		path:     s.String("ESTATE_PATH", "cluster-state.yml"),
+		branch:   s.String("ESTATE_BRANCH", ""),
+		interval: s.Duration("INTERVAL", 10*time.Minute),
+		addr:     s.String("ADDR", ":8080"),
+	}
+	repo := s.Required("ESTATE_REPOSITORY")
+	if err := s.Err(); err != nil {
+		return config{}, err
+	}
+	var err error
+	if cfg.repo, err = githubapp.ParseRepository(repo); err != nil {
+		return config{}, fmt.Errorf("ESTATE_REPOSITORY: %w", err)
+	}
+	if cfg.app, err = githubapp.FromEnv(getenv, readFile); err != nil {
+		return config{}, err
+	}
+	return cfg, nil
+}
+
+// run starts the Collector and serves until ctx ends; it returns the exit code.
+func run(ctx context.Context, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time, logs io.Writer) int {
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	cfg, err := loadConfig(getenv, readFile)
+	if err != nil {
+		logger.Error("bad configuration", slog.String("error", err.Error()))
+		return 1
+	}
+	c, err := build(cfg, getenv, now, logger)
+	if err != nil {
+		logger.Error("cannot start", slog.String("error", err.Error()))
+		return 1
+	}
+	loop := &periodic.Loop{Interval: cfg.interval, Pass: c.Pass, Now: now, Logger: logger, Name: "capture"}
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { loop.Run(loopCtx) })
+	logger.Info("collector started", slog.String("cluster", cfg.cluster), slog.String("repository", cfg.repo.String()),
+		slog.String("path", cfg.path), slog.Duration("interval", cfg.interval))
+	err = server.ListenAndServe(ctx, cfg.addr, server.Config{
+		Logger: logger,
+		Routes: func(mux *http.ServeMux) { mux.HandleFunc("GET /fresh", loop.FreshHandler) },
+	})
+	stopLoop()
+	wg.Wait()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error("server stopped", slog.String("error", err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// build connects to the cluster (KUBECONFIG, else the in-cluster
+// ServiceAccount) and to GitHub as the App installation.
+func build(cfg config, getenv func(string) string, now func() time.Time, logger *slog.Logger) (*collector.Collector, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path := getenv("KUBECONFIG"); path != "" {
+		rules.ExplicitPath = path
+	}
+	rest, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("KUBECONFIG: no Kubernetes configuration: %w", err)
+	}
+	kube, err := collector.NewKube(rest)
+	if err != nil {
+		return nil, err
+	}
+	gh, err := githubapp.New(cfg.app)
+	if err != nil {
+		return nil, err
+	}
+	return &collector.Collector{
+		Cluster:   cfg.cluster,
+		Inventory: kube,
+		File:      gh.File(cfg.repo, cfg.path, cfg.branch),
+		Now:       now,
+		Logger:    logger,
+	}, nil
+}

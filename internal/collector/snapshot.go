@@ -1,0 +1,215 @@
+package collector
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// The document's fixed identity and the schema version this Collector writes.
+const (
+	APIVersion    = "state.jorisjonkers.dev/v1"
+	Kind          = "ClusterState"
+	SchemaVersion = "1.0.0"
+	// schemaMajor is the only major version this Collector reads; a snapshot
+	// of a later major was written by a newer Collector and is not ours to rewrite.
+	schemaMajor = "1"
+	// legacyBackups is the list older snapshots carried; it is read past and
+	// never written.
+	legacyBackups = "backups"
+)
+
+//go:embed cluster-state-snapshot.schema.json
+var schemaJSON []byte
+
+// snapshotSchema is deploy-kit's ClusterState schema, compiled once.
+var snapshotSchema = mustCompile(schemaJSON)
+
+func mustCompile(doc []byte) *jsonschema.Schema {
+	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		panic(fmt.Sprintf("the embedded ClusterState schema is not JSON: %v", err))
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	const name = "cluster-state-snapshot.schema.json"
+	if err := c.AddResource(name, parsed); err != nil {
+		panic(fmt.Sprintf("the embedded ClusterState schema: %v", err))
+	}
+	return c.MustCompile(name)
+}
+
+// Snapshot is the cluster-state.yml document.
+type Snapshot struct {
+	APIVersion    string `json:"apiVersion" yaml:"apiVersion"`
+	Kind          string `json:"kind" yaml:"kind"`
+	SchemaVersion string `json:"schemaVersion" yaml:"schemaVersion"`
+	Cluster       string `json:"cluster" yaml:"cluster"`
+	// CapturedAt is kept as written (RFC 3339 in UTC), so an unchanged
+	// snapshot round-trips to the same bytes.
+	CapturedAt string      `json:"capturedAt" yaml:"capturedAt"`
+	Bindings   []Binding   `json:"bindings" yaml:"bindings"`
+	Placements []Placement `json:"placements" yaml:"placements"`
+}
+
+// Facts are the snapshot's facts, normalized.
+func (s Snapshot) Facts() Facts {
+	return Normalize(Facts{Bindings: s.Bindings, Placements: s.Placements})
+}
+
+// NewSnapshot records facts captured at a moment for a cluster.
+func NewSnapshot(cluster string, facts Facts, at time.Time) Snapshot {
+	f := Normalize(facts)
+	return Snapshot{
+		APIVersion: APIVersion, Kind: Kind, SchemaVersion: SchemaVersion, Cluster: cluster,
+		CapturedAt: at.UTC().Truncate(time.Second).Format(time.RFC3339),
+		Bindings:   f.Bindings, Placements: f.Placements,
+	}
+}
+
+// RefusedError says a document is not a snapshot this Collector may read or
+// write: the schema refuses it, or it was written by a later major version.
+type RefusedError struct {
+	Reason string
+}
+
+func (e *RefusedError) Error() string { return "not a valid ClusterState snapshot: " + e.Reason }
+
+// Validate holds a decoded JSON document (as jsonschema.UnmarshalJSON gives
+// it) to the ClusterState schema.
+func Validate(doc any) error {
+	if err := snapshotSchema.Validate(doc); err != nil {
+		var verr *jsonschema.ValidationError
+		if errors.As(err, &verr) {
+			return &RefusedError{Reason: oneLine(verr)}
+		}
+		return &RefusedError{Reason: err.Error()}
+	}
+	return nil
+}
+
+// oneLine is the validation error's innermost causes, joined on one line for a log.
+func oneLine(err *jsonschema.ValidationError) string {
+	english := message.NewPrinter(language.English)
+	var causes []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			causes = append(causes, "at /"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(english))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(err)
+	return strings.Join(causes, "; ")
+}
+
+// Decode reads a cluster-state.yml. An older snapshot's backups list is
+// dropped before the schema sees it; anything else the schema refuses, a
+// duplicate key, or a later major schema version is a *RefusedError.
+func Decode(data []byte) (Snapshot, error) {
+	root, doc, err := decodeYAML(data)
+	if err != nil {
+		return Snapshot{}, &RefusedError{Reason: err.Error()}
+	}
+	if m, ok := doc.(map[string]any); ok {
+		delete(m, legacyBackups)
+	}
+	if err := Validate(doc); err != nil {
+		return Snapshot{}, err
+	}
+	var s Snapshot
+	if err := root.Decode(&s); err != nil {
+		return Snapshot{}, &RefusedError{Reason: oneLineYAML(err)}
+	}
+	if major, _, _ := strings.Cut(s.SchemaVersion, "."); major != schemaMajor {
+		return Snapshot{}, &RefusedError{Reason: fmt.Sprintf("schemaVersion %s is not %s.x, which this Collector writes", s.SchemaVersion, schemaMajor)}
+	}
+	return s, nil
+}
+
+// decodeYAML parses YAML once into a node tree and the plain value the
+// schema validator reads (maps, slices, strings, numbers, booleans). A
+// duplicate key is an error. Timestamps stay the text they were written as,
+// as JSON would carry them, so the schema judges the text.
+func decodeYAML(data []byte) (*yaml.Node, any, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, nil, fmt.Errorf("not YAML: %s", oneLineYAML(err))
+	}
+	if len(root.Content) == 0 {
+		return &root, nil, nil
+	}
+	timestampsAsText(&root)
+	var doc any
+	if err := root.Decode(&doc); err != nil {
+		return nil, nil, fmt.Errorf("not YAML: %s", oneLineYAML(err))
+	}
+	return &root, doc, nil
+}
+
+func timestampsAsText(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!timestamp" {
+		n.Tag = "!!str"
+	}
+	for _, c := range n.Content {
+		timestampsAsText(c)
+	}
+}
+
+// oneLineYAML keeps the YAML library's reason, which spans lines, on one line
+// for a log.
+func oneLineYAML(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// header opens every file the Collector writes.
+const header = "# The cluster's volume bindings and process placements, captured by the\n" +
+	"# delivery Collector. Written by machine; an edit is overwritten by the next\n" +
+	"# capture that finds a fact changed.\n"
+
+// Encode writes the snapshot as YAML in a fixed order (the schema's fields in
+// order, facts normalized), so the same facts always give the same bytes. It
+// refuses to produce a document the schema would refuse.
+func Encode(s Snapshot) ([]byte, error) {
+	f := s.Facts()
+	s.Bindings, s.Placements = f.Bindings, f.Placements
+	if err := Validate(s.document()); err != nil {
+		return nil, fmt.Errorf("the snapshot to write: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(header)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("encode the snapshot: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode the snapshot: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// document is the snapshot as the plain value the schema validator reads.
+func (s Snapshot) document() map[string]any {
+	bindings := make([]any, len(s.Bindings))
+	for i, b := range s.Bindings {
+		bindings[i] = map[string]any{"claim": b.Claim, "node": b.Node}
+	}
+	placements := make([]any, len(s.Placements))
+	for i, p := range s.Placements {
+		placements[i] = map[string]any{"process": p.Process, "node": p.Node}
+	}
+	return map[string]any{
+		"apiVersion": s.APIVersion, "kind": s.Kind, "schemaVersion": s.SchemaVersion, "cluster": s.Cluster,
+		"capturedAt": s.CapturedAt, "bindings": bindings, "placements": placements,
+	}
+}

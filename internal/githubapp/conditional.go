@@ -1,0 +1,103 @@
+package githubapp
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Bounds of the conditional-request cache: a response larger than
+// maxCachedBody is not kept, and at most maxCachedResponses are.
+const (
+	maxCachedBody      = 4 << 20
+	maxCachedResponses = 1024
+)
+
+// FromCacheHeader marks a response served from the cache after GitHub
+// answered 304 Not Modified.
+const FromCacheHeader = "X-From-Cache"
+
+// conditional repeats GETs as conditional requests: it keeps each answer
+// with its ETag, sends If-None-Match the next time, and on 304 Not Modified
+// (which GitHub does not count against the rate limit) hands back the kept
+// answer. go-github leaves caching to the transport and the usual cache
+// (gregjones/httpcache) is unmaintained, so this small one is written here.
+type conditional struct {
+	next    http.RoundTripper
+	mu      sync.Mutex
+	entries map[string]cached
+	order   []string
+}
+
+type cached struct {
+	etag   string
+	header http.Header
+	body   []byte
+}
+
+func newConditional(next http.RoundTripper) *conditional {
+	return &conditional{next: next, entries: map[string]cached{}}
+}
+
+func cacheKey(r *http.Request) string { return r.URL.String() + "\x00" + r.Header.Get("Accept") }
+
+// RoundTrip implements http.RoundTripper.
+func (c *conditional) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet || req.Header.Get("If-None-Match") != "" {
+		return c.next.RoundTrip(req)
+	}
+	key := cacheKey(req)
+	c.mu.Lock()
+	entry, have := c.entries[key]
+	c.mu.Unlock()
+	if have {
+		req = req.Clone(req.Context())
+		req.Header.Set("If-None-Match", entry.etag)
+	}
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case have && resp.StatusCode == http.StatusNotModified:
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		header := entry.header.Clone()
+		for k, v := range resp.Header {
+			if strings.HasPrefix(k, "X-Ratelimit-") || k == "Date" {
+				header[k] = v
+			}
+		}
+		header.Set(FromCacheHeader, "1")
+		return &http.Response{
+			Status: "200 OK", StatusCode: http.StatusOK, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor,
+			Header: header, Body: io.NopCloser(bytes.NewReader(entry.body)), ContentLength: int64(len(entry.body)), Request: resp.Request,
+		}, nil
+	case resp.StatusCode == http.StatusOK && resp.Header.Get("ETag") != "" && resp.ContentLength <= maxCachedBody:
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxCachedBody+1))
+		_ = resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if len(body) <= maxCachedBody {
+			c.keep(key, cached{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body})
+		}
+	}
+	return resp, nil
+}
+
+func (c *conditional) keep(key string, entry cached) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; !ok {
+		c.order = append(c.order, key)
+		if len(c.order) > maxCachedResponses {
+			delete(c.entries, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.entries[key] = entry
+}

@@ -1,0 +1,61 @@
+package githubapp
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+type etagServer struct{ calls int }
+
+func (s *etagServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.calls++
+	h := http.Header{}
+	h.Set("ETag", `"v1"`)
+	if r.Header.Get("If-None-Match") == `"v1"` {
+		return &http.Response{StatusCode: http.StatusNotModified, Header: h, Body: http.NoBody, Request: r}, nil
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader(r.URL.Path)), ContentLength: -1, Request: r}, nil
+}
+
+func TestConditionalCacheIsBounded(t *testing.T) {
+	c := newConditional(&etagServer{})
+	get := func(path string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, "https://api.example"+path, nil)
+		resp, err := c.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for i := range maxCachedResponses + 5 {
+		get(fmt.Sprintf("/r/%d", i)).Body.Close()
+	}
+	if len(c.entries) != maxCachedResponses || len(c.order) != maxCachedResponses {
+		t.Fatalf("%d entries kept", len(c.entries))
+	}
+	if _, ok := c.entries[cacheKey(&http.Request{URL: mustURL("https://api.example/r/0"), Header: http.Header{}})]; ok {
+		t.Fatal("the oldest entry was not evicted")
+	}
+	resp := get("/r/10")
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(FromCacheHeader) != "1" || string(body) != "/r/10" {
+		t.Fatalf("cached answer %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	// Writes and requests that are already conditional pass through untouched.
+	req, _ := http.NewRequest(http.MethodPut, "https://api.example/r/10", nil)
+	if resp, _ := c.RoundTrip(req); resp.Header.Get(FromCacheHeader) != "" {
+		t.Fatal("a PUT was answered from the cache")
+	}
+}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}

@@ -1,0 +1,58 @@
+package githubapp
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+// The variables FromEnv reads; every service acting as a GitHub App reads the same.
+const (
+	EnvAppID          = "GITHUB_APP_ID"
+	EnvInstallationID = "GITHUB_APP_INSTALLATION_ID"
+	EnvPrivateKey     = "GITHUB_APP_PRIVATE_KEY"
+	EnvPrivateKeyFile = "GITHUB_APP_PRIVATE_KEY_FILE"
+	EnvAPIURL         = "GITHUB_API_URL"
+)
+
+// FromEnv reads an App installation's variables: the App and installation
+// ids, the private key inline or from a file (exactly one of the two), and
+// optionally the API root for GitHub Enterprise. The error names the first
+// variable that is missing or malformed; the key is checked here, so a bad
+// one stops a binary at start.
+func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error)) (Config, error) {
+	s := settings.New(getenv)
+	cfg := Config{
+		AppID:          s.Int64(EnvAppID),
+		InstallationID: s.Int64(EnvInstallationID),
+		APIURL:         s.String(EnvAPIURL, DefaultAPIURL),
+	}
+	if err := s.Err(); err != nil {
+		return Config{}, err
+	}
+	if _, err := apiRoot(cfg.APIURL); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", EnvAPIURL, err)
+	}
+	inline, file := getenv(EnvPrivateKey), strings.TrimSpace(getenv(EnvPrivateKeyFile))
+	name := EnvPrivateKey
+	switch {
+	case strings.TrimSpace(inline) != "" && file != "":
+		return Config{}, fmt.Errorf("%s: set it or %s, not both", EnvPrivateKey, EnvPrivateKeyFile)
+	case file != "":
+		name = EnvPrivateKeyFile
+		data, err := readFile(file)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", EnvPrivateKeyFile, err)
+		}
+		cfg.PrivateKey = data
+	case strings.TrimSpace(inline) != "":
+		cfg.PrivateKey = []byte(inline)
+	default:
+		return Config{}, fmt.Errorf("%s: required but not set (or set %s)", EnvPrivateKey, EnvPrivateKeyFile)
+	}
+	if _, err := New(cfg); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return cfg, nil
+}
