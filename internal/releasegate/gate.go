@@ -21,7 +21,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
 
-// AnswerTimeout bounds the cluster reads of one answer, well inside Flagger's
+// AnswerTimeout bounds the cluster reads and own requests of one answer, well inside Flagger's
 // default webhook timeout of 10 s, so a slow API server yields a 503 Flagger
 // reads rather than a timeout it cannot.
 const AnswerTimeout = 5 * time.Second
