@@ -21,9 +21,9 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
 
-// AnswerTimeout bounds the cluster reads and own requests of one answer, well inside Flagger's
-// default webhook timeout of 10 s, so a slow API server yields a 503 Flagger
-// reads rather than a timeout it cannot.
+// AnswerTimeout bounds the cluster reads and own requests of one answer, well
+// inside Flagger's default webhook timeout of 10 s, so a slow API server or
+// copy yields an answer Flagger reads rather than a timeout it cannot.
 const AnswerTimeout = 5 * time.Second
 
 // The webhooks, named as the render names them.
