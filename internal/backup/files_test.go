@@ -274,6 +274,39 @@ func TestFilesCorruptDatabaseFailsAfterThreeTries(t *testing.T) {
 	assertFiles(t, dir, old)
 }
 
+// A rollback-journal database is copied and checked like a WAL one; its
+// change counter tells a copy taken across a write.
+func TestFilesCopiesARollbackJournalDatabase(t *testing.T) {
+	source, dir := t.TempDir(), t.TempDir()
+	db := openSQLite(t, filepath.Join(source, "plain.sqlite"))
+	exec1(t, db, "PRAGMA journal_mode=DELETE")
+	exec1(t, db, "CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")
+	exec1(t, db, "INSERT INTO kv VALUES ('a', '1'), ('b', '2')")
+	result, err := filesJob(source, dir, nil).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := restoreDB(t, readArchive(t, result.Path)["plain.sqlite"].body)
+	var n int
+	if err := openSQLite(t, restored).QueryRow("SELECT count(*) FROM kv").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("restored %d rows: %v", n, err)
+	}
+}
+
+func TestFilesStopsWhenCancelled(t *testing.T) {
+	source := t.TempDir()
+	if err := os.WriteFile(filepath.Join(source, "a"), []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var sink bytes.Buffer
+	err := Files{Source: source, Staging: filepath.Join(t.TempDir(), StagingDir)}.Write(ctx, &sink)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestFilesUnreadableSourceFails(t *testing.T) {
 	dir := t.TempDir()
 	_, err := filesJob(filepath.Join(dir, "missing"), t.TempDir(), nil).Run(context.Background())

@@ -35,16 +35,6 @@ var methodExtensions = map[string]string{
 // unknown method.
 func Extension(method string) string { return methodExtensions[method] }
 
-// Methods lists the method names in a stable order, for usage messages.
-func Methods() []string {
-	names := make([]string, 0, len(methodExtensions))
-	for m := range methodExtensions {
-		names = append(names, m)
-	}
-	slices.Sort(names)
-	return names
-}
-
 // requestPattern is what a Rollback's request id may be: it becomes part of a
 // file name, so it is kept to a DNS label's alphabet (as Kubernetes names of
 // the Job that hands it are) and can never hold a path separator.

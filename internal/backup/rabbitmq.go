@@ -149,12 +149,8 @@ func ParseDefinitions(body []byte) (Definitions, error) {
 		}
 	}
 	var d Definitions
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&d); err != nil {
+	if err := json.Unmarshal(body, &d); err != nil {
 		return Definitions{}, fmt.Errorf("the definitions do not decode: %w", err)
-	}
-	if dec.More() {
-		return Definitions{}, errors.New("the definitions hold more than one JSON value")
 	}
 	if d.RabbitVersion == "" && d.RabbitMQVersion == "" {
 		return Definitions{}, errors.New("the definitions name no broker version")
