@@ -177,7 +177,7 @@ func BenchmarkPostgresVersusPgDumpallGzip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer pg.Stop()
+	defer func() { _ = pg.Stop() }()
 	// Rows of about 200 bytes: text that compresses like application data.
 	rows := size / 200
 	if _, err := pg.PsqlContext(ctx, "postgres", fmt.Sprintf(`

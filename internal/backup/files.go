@@ -53,21 +53,35 @@ func (f Files) Write(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("create %s: %w", f.Staging, err)
 	}
 	defer os.RemoveAll(f.Staging)
+	// Every file of the volume is opened through an os.Root, which refuses
+	// any path that would leave it, whatever a symlink says.
+	source, err := os.OpenRoot(f.Source)
+	if err != nil {
+		return fmt.Errorf("open the volume: %w", err)
+	}
+	defer source.Close()
+	staging, err := os.OpenRoot(f.Staging)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", f.Staging, err)
+	}
+	defer staging.Close()
 
 	a := &archiver{
-		files:  f,
-		logger: logger,
-		tw:     tar.NewWriter(w),
-		buf:    make([]byte, 1<<20),
+		files:   f,
+		source:  source,
+		staging: staging,
+		logger:  logger,
+		tw:      tar.NewWriter(w),
+		buf:     make([]byte, 1<<20),
 	}
-	if err := filepath.WalkDir(f.Source, func(path string, d fs.DirEntry, err error) error {
+	if err := fs.WalkDir(source.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
+			return fmt.Errorf("read %s: %w", filepath.Join(f.Source, rel), err)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return a.add(ctx, path, d)
+		return a.add(ctx, rel, d)
 	}); err != nil {
 		return err
 	}
@@ -81,21 +95,18 @@ func (f Files) Write(ctx context.Context, w io.Writer) error {
 
 type archiver struct {
 	files                                 Files
+	source, staging                       *os.Root
 	logger                                *slog.Logger
 	tw                                    *tar.Writer
 	buf                                   []byte
 	regular, databases, links, skipped, n int
 }
 
-func (a *archiver) add(ctx context.Context, path string, d fs.DirEntry) error {
-	rel, err := filepath.Rel(a.files.Source, path)
-	if err != nil {
-		return err
-	}
+func (a *archiver) add(ctx context.Context, rel string, d fs.DirEntry) error {
 	if rel == "." {
 		return nil
 	}
-	rel = filepath.ToSlash(rel)
+	path := filepath.Join(a.files.Source, rel)
 	info, err := d.Info()
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", path, err)
@@ -109,7 +120,7 @@ func (a *archiver) add(ctx context.Context, path string, d fs.DirEntry) error {
 		hdr.Name = rel + "/"
 		return a.header(hdr)
 	case mode&fs.ModeSymlink != 0:
-		target, err := os.Readlink(path)
+		target, err := a.source.Readlink(rel)
 		if err != nil {
 			return fmt.Errorf("read link %s: %w", path, err)
 		}
@@ -121,7 +132,7 @@ func (a *archiver) add(ctx context.Context, path string, d fs.DirEntry) error {
 		a.links++
 		return a.header(hdr)
 	case mode.IsRegular():
-		return a.regularFile(ctx, path, rel)
+		return a.regularFile(ctx, rel)
 	default:
 		a.skipped++
 		a.logger.Warn("skipped a special file", "path", rel, "type", mode.Type().String())
@@ -136,13 +147,14 @@ func (a *archiver) header(hdr *tar.Header) error {
 	return nil
 }
 
-func (a *archiver) regularFile(ctx context.Context, path, rel string) error {
-	if companion(path) {
+func (a *archiver) regularFile(ctx context.Context, rel string) error {
+	if companion(a.source, rel) {
 		return nil
 	}
+	path := filepath.Join(a.files.Source, rel)
 	// O_NOFOLLOW: a file swapped for a symlink since the walk saw it is
-	// refused rather than followed out of the volume.
-	src, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// refused rather than followed.
+	src, err := a.source.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0) //nolint:gosec // reading every file of the volume is the method's job
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
@@ -164,12 +176,12 @@ func (a *archiver) regularFile(ctx context.Context, path, rel string) error {
 
 	if isSQLite(src) {
 		a.n++
-		staged, err := a.files.consistentCopy(ctx, src, path, fmt.Sprintf("%d.db", a.n), a.buf, a.logger)
+		staged, err := a.consistentCopy(ctx, src, rel, fmt.Sprintf("%d.db", a.n))
 		if err != nil {
 			return err
 		}
-		defer removeStaged(staged)
-		copied, err := os.Open(staged)
+		defer removeStaged(a.staging, staged)
+		copied, err := a.staging.Open(staged)
 		if err != nil {
 			return err
 		}
@@ -209,13 +221,13 @@ func (a *archiver) body(hdr *tar.Header, r io.Reader, rel string) error {
 
 // companion reports whether path is a -wal, -shm or -journal file beside a
 // SQLite database.
-func companion(path string) bool {
+func companion(root *os.Root, rel string) bool {
 	for _, suffix := range companionSuffixes {
-		base, ok := strings.CutSuffix(path, suffix)
+		base, ok := strings.CutSuffix(rel, suffix)
 		if !ok {
 			continue
 		}
-		f, err := os.OpenFile(base, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		f, err := root.OpenFile(base, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			return false
 		}

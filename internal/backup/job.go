@@ -91,9 +91,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 
 	started := now()
 	g := Generation{Method: method, Time: started.UTC().Truncate(time.Second), Request: j.Request}
-	written, err := claim.Write(ctx, g, func(ctx context.Context, w io.Writer) error {
-		return j.compress(ctx, w)
-	})
+	written, err := claim.Write(ctx, g, j.compress)
 	if err != nil {
 		return Result{}, fmt.Errorf("%s generation %s: %w", method, g.Name(), err)
 	}

@@ -34,7 +34,7 @@ func (p Postgres) Write(ctx context.Context, w io.Writer) error {
 	}
 	// --no-password: a missing or wrong password fails the run at once
 	// instead of waiting for a prompt no one answers.
-	cmd := exec.CommandContext(ctx, program, "--no-password")
+	cmd := exec.CommandContext(ctx, program, "--no-password") //nolint:gosec // the operator names the pg_dumpall to run; no shell, fixed arguments
 	cmd.Env = append(minimalEnv(),
 		"PGHOST="+p.Host,
 		"PGPORT="+strconv.Itoa(p.Port),
@@ -49,7 +49,7 @@ func (p Postgres) Write(ctx context.Context, w io.Writer) error {
 		reason := strings.TrimSpace(stderr.String())
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && reason != "" {
-			return fmt.Errorf("pg_dumpall failed (%s): %s", exit.ProcessState.String(), lastLine(reason))
+			return fmt.Errorf("pg_dumpall failed (%s): %s", exit.String(), lastLine(reason))
 		}
 		return fmt.Errorf("pg_dumpall: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -29,56 +28,56 @@ import (
 // and counts that as a failed try like a failed integrity check. Frames a
 // checkpoint copies into the database mid-copy stay in the log until a
 // reset, so replaying the copied log repairs any page torn that way.
-func (f Files) consistentCopy(ctx context.Context, src *os.File, path, name string, buf []byte, logger *slog.Logger) (string, error) {
-	tries := f.Tries
+func (a *archiver) consistentCopy(ctx context.Context, src *os.File, rel, staged string) (string, error) {
+	tries := a.files.Tries
 	if tries <= 0 {
 		tries = 3
 	}
-	staged := filepath.Join(f.Staging, name)
+	path := filepath.Join(a.files.Source, rel)
 	var last error
 	for try := 1; try <= tries; try++ {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		removeStaged(staged)
-		last = snapshotSQLite(src, path, staged, buf)
+		removeStaged(a.staging, staged)
+		last = a.snapshotSQLite(src, rel, staged)
 		if last == nil {
-			last = foldAndCheck(ctx, staged)
+			last = foldAndCheck(ctx, a.staging, filepath.Join(a.files.Staging, staged), staged)
 		}
 		if last == nil {
 			return staged, nil
 		}
-		logger.Warn("SQLite copy failed its check", "path", path, "try", try, "of", tries, "error", last.Error())
+		a.logger.Warn("SQLite copy failed its check", "path", path, "try", try, "of", tries, "error", last.Error())
 	}
-	removeStaged(staged)
+	removeStaged(a.staging, staged)
 	return "", fmt.Errorf("SQLite database %s: no consistent copy after %d tries: %w", path, tries, last)
 }
 
 // snapshotSQLite copies the database, then its log, and compares the
 // fingerprint taken before with the one the copy carries.
-func snapshotSQLite(src *os.File, path, staged string, buf []byte) error {
-	before, err := fingerprint(path)
+func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
+	before, err := fingerprint(a.source, rel)
 	if err != nil {
 		return err
 	}
-	if err := copyFile(src, staged, buf); err != nil {
+	if err := copyFile(src, a.staging, staged, a.buf); err != nil {
 		return err
 	}
 	for _, suffix := range []string{"-wal", "-journal"} {
-		companion, err := os.OpenFile(path+suffix, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		companion, err := a.source.OpenFile(rel+suffix, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("open %s: %w", path+suffix, err)
+			return fmt.Errorf("open %s: %w", rel+suffix, err)
 		}
-		err = copyFile(companion, staged+suffix, buf)
+		err = copyFile(companion, a.staging, staged+suffix, a.buf)
 		companion.Close()
 		if err != nil {
 			return err
 		}
 	}
-	after, err := fingerprint(staged)
+	after, err := fingerprint(a.staging, staged)
 	if err != nil {
 		return err
 	}
@@ -92,21 +91,21 @@ func snapshotSQLite(src *os.File, path, staged string, buf []byte) error {
 // it: the log's checkpoint sequence and salts (bytes 12-23 of its header),
 // which a log reset changes, or, with no log, the database's change counter
 // (bytes 24-27), which every rollback-journal transaction bumps.
-func fingerprint(path string) ([]byte, error) {
-	if head, err := readAt(path+"-wal", 12, 12); err == nil {
+func fingerprint(root *os.Root, name string) ([]byte, error) {
+	if head, err := readAt(root, name+"-wal", 12, 12); err == nil {
 		return append([]byte("wal:"), head...), nil
 	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, err
 	}
-	head, err := readAt(path, 24, 4)
+	head, err := readAt(root, name, 24, 4)
 	if err != nil {
-		return nil, fmt.Errorf("read the header of %s: %w", path, err)
+		return nil, fmt.Errorf("read the header of %s: %w", name, err)
 	}
 	return append([]byte("db:"), head...), nil
 }
 
-func readAt(path string, off int64, n int) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+func readAt(root *os.Root, name string, off int64, n int) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +117,8 @@ func readAt(path string, off int64, n int) ([]byte, error) {
 	return b, nil
 }
 
-func copyFile(src *os.File, dst string, buf []byte) error {
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+func copyFile(src *os.File, staging *os.Root, dst string, buf []byte) error {
+	out, err := staging.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("stage %s: %w", dst, err)
 	}
@@ -136,8 +135,8 @@ func copyFile(src *os.File, dst string, buf []byte) error {
 // foldAndCheck opens the staged copy, which replays a copied log or rolls
 // back a copied hot journal, folds the log into the database, and runs
 // integrity_check. Closing the last connection removes the -wal and -shm.
-func foldAndCheck(ctx context.Context, staged string) error {
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: staged}).EscapedPath())
+func foldAndCheck(ctx context.Context, staging *os.Root, path, staged string) error {
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath())
 	if err != nil {
 		return err
 	}
@@ -181,16 +180,16 @@ func foldAndCheck(ctx context.Context, staged string) error {
 		return err
 	}
 	for _, suffix := range companionSuffixes {
-		if _, err := os.Stat(staged + suffix); err == nil {
+		if _, err := staging.Stat(staged + suffix); err == nil {
 			return fmt.Errorf("the copy kept its %s file after the checkpoint", suffix)
 		}
 	}
 	return nil
 }
 
-func removeStaged(staged string) {
-	_ = os.Remove(staged)
+func removeStaged(staging *os.Root, staged string) {
+	_ = staging.Remove(staged)
 	for _, suffix := range companionSuffixes {
-		_ = os.Remove(staged + suffix)
+		_ = staging.Remove(staged + suffix)
 	}
 }
