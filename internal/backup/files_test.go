@@ -119,6 +119,10 @@ func TestFilesArchivesTheTree(t *testing.T) {
 	// A file that merely ends like a companion is archived as itself.
 	must(os.WriteFile(filepath.Join(source, "diary-journal"), []byte("not sqlite's"), 0o600))
 
+	// A dead run's staging copies are the next run's to clear.
+	must(os.MkdirAll(filepath.Join(dir, StagingDir), 0o700))
+	must(os.WriteFile(filepath.Join(dir, StagingDir, "1.db"), []byte("half a copy"), 0o600))
+
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	result, err := filesJob(source, dir, logger).Run(context.Background())
