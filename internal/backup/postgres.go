@@ -35,7 +35,9 @@ func (p Postgres) Write(ctx context.Context, w io.Writer) error {
 	// --no-password: a missing or wrong password fails the run at once
 	// instead of waiting for a prompt no one answers.
 	cmd := exec.CommandContext(ctx, program, "--no-password") //nolint:gosec // the operator names the pg_dumpall to run; no shell, fixed arguments
-	cmd.Env = append(minimalEnv(),
+	// The values handed to the method come last and so win; other libpq
+	// variables of the pod (PGSSLMODE, PGSSLROOTCERT, ...) pass through.
+	cmd.Env = append(os.Environ(),
 		"PGHOST="+p.Host,
 		"PGPORT="+strconv.Itoa(p.Port),
 		"PGUSER="+p.User,
@@ -54,20 +56,6 @@ func (p Postgres) Write(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("pg_dumpall: %w", err)
 	}
 	return nil
-}
-
-// minimalEnv keeps what pg_dumpall needs from the process environment (a
-// PATH, a locale, a home for .pgpass lookups) and drops any other PG*
-// variable, so only the values handed to the method choose the server.
-func minimalEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "PG") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
 }
 
 // tailBuffer keeps the last max bytes written to it: enough of a failing
