@@ -55,7 +55,9 @@ func (v *VaultKV) ReadDocument(ctx context.Context, path string) (map[string]any
 }
 
 // CreateDocument implements Vault with check-and-set 0: Vault writes only
-// where the path holds no version.
+// where the path holds no version. It works under a policy granting update
+// too, where check-and-set alone guards the document, and under one granting
+// only create, where Vault's policy guards it as well.
 func (v *VaultKV) CreateDocument(ctx context.Context, path string, fields map[string]string) (bool, error) {
 	_, err := v.Client.Logical().WriteWithContext(ctx, path, map[string]any{
 		"options": map[string]any{"cas": 0},
@@ -65,8 +67,18 @@ func (v *VaultKV) CreateDocument(ctx context.Context, path string, fields map[st
 		return true, nil
 	}
 	var re *vaultapi.ResponseError
-	if errors.As(err, &re) && re.StatusCode == http.StatusBadRequest && strings.Contains(strings.Join(re.Errors, " "), "check-and-set") {
-		return false, nil
+	if errors.As(err, &re) {
+		switch {
+		case re.StatusCode == http.StatusBadRequest && strings.Contains(strings.Join(re.Errors, " "), "check-and-set"):
+			return false, nil
+		case re.StatusCode == http.StatusForbidden:
+			// A policy granting create but not update, as the job needs, has
+			// Vault refuse a write where a version exists before check-and-set
+			// is looked at: the refusal is a lost race when a document is there.
+			if _, found, readErr := v.ReadDocument(ctx, path); readErr == nil && found {
+				return false, nil
+			}
+		}
 	}
 	return false, fmt.Errorf("vault write %s: %w", path, err)
 }
