@@ -18,7 +18,10 @@ type Credentials struct {
 	SecretAccessKey string
 }
 
-func (c Credentials) String() string   { return "key " + c.AccessKeyID }
+// String names the key by its access key id.
+func (c Credentials) String() string { return "key " + c.AccessKeyID }
+
+// GoString names the key by its access key id, for %#v.
 func (c Credentials) GoString() string { return c.String() }
 
 // LogValue implements slog.LogValuer.
@@ -77,14 +80,14 @@ func MintRandom() (Credentials, error) { return Mint(rand.Reader) }
 type KeyAction int
 
 const (
-	// KeyKeep: Garage holds the key Vault's document names, with its secret.
+	// KeyKeep means Garage holds the key Vault's document names, with its secret.
 	KeyKeep KeyAction = iota
-	// KeyImport: Vault's document holds a key Garage lacks; Garage imports it.
+	// KeyImport means Vault's document holds a key Garage lacks; Garage imports it.
 	KeyImport
-	// KeyWriteDown: there is no document and Garage holds one key named for
+	// KeyWriteDown means there is no document and Garage holds one key named for
 	// the Project; it is written to Vault.
 	KeyWriteDown
-	// KeyMint: there is no document and no key named for the Project; a new
+	// KeyMint means there is no document and no key named for the Project; a new
 	// key is written to Vault, then imported.
 	KeyMint
 )

@@ -35,7 +35,7 @@ func DocumentPath() (string, error) {
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("Garage's admin API v2 document is absent: looked for %s; the repository must be checked out with shared/reference/garage/ beside it",
+	return "", fmt.Errorf("the Garage admin API v2 document is absent: looked for %s; the repository must be checked out with shared/reference/garage/ beside it",
 		strings.Join(candidates, " and "))
 }
 

@@ -558,7 +558,7 @@ func (g *Garage) keyInfo(k *key, showSecret bool) map[string]any {
 	buckets := []map[string]any{}
 	for _, b := range g.sortedBuckets() {
 		p, ok := b.perms[k.id]
-		if !ok || !(p.Read || p.Write || p.Owner) {
+		if !ok || (!p.Read && !p.Write && !p.Owner) {
 			continue
 		}
 		buckets = append(buckets, map[string]any{

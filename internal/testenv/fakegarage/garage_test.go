@@ -201,10 +201,10 @@ func TestStateFollowsGarage(t *testing.T) {
 		t.Errorf("GetBucketInfo by id: %d", status)
 	}
 	for _, path := range []string{"/v2/ListKeys", "/v2/ListBuckets"} {
-		req, _ := http.NewRequest("GET", g.URL+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, g.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != 200 {
+		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Errorf("%s: %v %v", path, resp, err)
 		}
 		if resp != nil {
@@ -224,7 +224,7 @@ func TestStateFollowsGarage(t *testing.T) {
 func TestResponseDriftIsCaught(t *testing.T) {
 	var d drifts
 	g := New(t, OnDrift(d.report))
-	req, _ := http.NewRequest("GET", g.URL+"/v2/GetKeyInfo?id=GK1", nil)
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/v2/GetKeyInfo?id=GK1", nil)
 	route, _, err := g.router.FindRoute(req)
 	if err != nil {
 		t.Fatal(err)
