@@ -1,0 +1,83 @@
+// Command vault-policy applies the Vault policies and Kubernetes-auth roles
+// deploy-kit renders into a mounted ConfigMap, once, and exits: 0 when Vault
+// holds the render, 1 on a refused render or a failed call.
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+	"github.com/JorisJonkers-dev/delivery/internal/vaultpolicy"
+)
+
+// The pod's own ServiceAccount token, as the kubelet mounts it.
+const defaultTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token" //nolint:gosec // a path, not a credential
+
+func main() {
+	ctx, stop := server.SignalContext(context.Background())
+	code := run(ctx, os.Getenv, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run reads the settings, the render and then Vault, in that order: a bad
+// setting or a refused render never reaches Vault. Every way it ends is one
+// JSON line on out.
+func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
+	log := slog.New(slog.NewJSONHandler(out, nil))
+	env := settings.New(getenv)
+	addr := env.Required("VAULT_ADDR")
+	role := env.String("VAULT_ROLE", "policy-admin")
+	authPath := env.String("VAULT_AUTH_PATH", "kubernetes")
+	dir := env.String("POLICIES_DIR", "/policies")
+	tokenFile := env.String("TOKEN_FILE", defaultTokenFile)
+	if err := env.Err(); err != nil {
+		log.Error("bad setting", slog.String("error", err.Error()))
+		return 1
+	}
+
+	render, err := vaultpolicy.Load(dir)
+	if err != nil {
+		log.Error("refused: nothing applied", slog.String("dir", dir), slog.String("error", err.Error()))
+		return 1
+	}
+
+	cfg := vaultapi.DefaultConfig()
+	if cfg.Error != nil {
+		// Vault's client reads its own VAULT_* variables (TLS, retries) itself.
+		log.Error("bad setting", slog.String("error", "Vault's VAULT_* variables: "+cfg.Error.Error()))
+		return 1
+	}
+	cfg.Address = addr
+	client, err := vaultapi.NewClient(cfg)
+	if err != nil {
+		log.Error("vault client", slog.String("error", err.Error()))
+		return 1
+	}
+	// A token from the environment is never used: the job acts only as the
+	// role it logs in as.
+	client.ClearToken()
+	if err := vaultpolicy.Login(ctx, client, authPath, role, tokenFile); err != nil {
+		log.Error("call failed", slog.String("call", "login"), slog.String("role", role), slog.String("error", err.Error()))
+		return 1
+	}
+
+	sum, err := vaultpolicy.Apply(ctx, &vaultpolicy.Client{API: client, AuthPath: authPath}, render, log)
+	if err != nil {
+		attrs := []any{slog.String("error", err.Error())}
+		if call, ok := errors.AsType[*vaultpolicy.CallError](err); ok {
+			attrs = append(attrs, slog.String("call", call.Call), slog.String("name", call.Name))
+		}
+		log.Error("call failed", attrs...)
+		return 1
+	}
+	log.Info("summary", slog.Int("written", sum.Written), slog.Int("unchanged", sum.Unchanged), slog.Int("stale", len(sum.Stale)))
+	return 0
+}
