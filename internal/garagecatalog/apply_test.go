@@ -357,19 +357,22 @@ func TestConcurrentRunsMintOneKey(t *testing.T) {
 		{Project: "agents", Process: "runner", Buckets: []string{"agents-work"}},
 		{Project: "auth", Process: "keycloak", Buckets: []string{"auth-exports"}},
 	}
+	// Each run has its own clients, as two pods would.
+	appliers := make([]*Applier, 2)
+	for i := range appliers {
+		appliers[i] = &Applier{
+			Garage: NewGarageV2(w.garage.URL, w.garage.Token, nil),
+			Vault:  w.jobVault(t),
+			Log:    slog.New(slog.NewJSONHandler(&w.logs, nil)),
+		}
+	}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i := range errs {
+	errs := make([]error, len(appliers))
+	for i, applier := range appliers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Each run has its own clients, as two pods would.
-			applier := &Applier{
-				Garage: NewGarageV2(w.garage.URL, w.garage.Token, nil),
-				Vault:  w.jobVault(t),
-				Log:    slog.New(slog.NewJSONHandler(&w.logs, nil)),
-			}
 			<-start
 			_, errs[i] = applier.Apply(context.Background(), projects)
 		}()
@@ -410,18 +413,21 @@ func TestConcurrentRunsThatBothMintedKeepOneKey(t *testing.T) {
 	w := newWorld(t)
 	var arrived sync.WaitGroup
 	arrived.Add(2)
+	appliers := make([]*Applier, 2)
+	for i := range appliers {
+		appliers[i] = &Applier{
+			Garage: NewGarageV2(w.garage.URL, w.garage.Token, nil),
+			Vault:  meetingVault{Vault: w.jobVault(t), arrived: &arrived},
+			Log:    slog.New(slog.NewJSONHandler(&w.logs, nil)),
+		}
+	}
 	var wg sync.WaitGroup
-	sums := make([]Summary, 2)
-	errs := make([]error, 2)
-	for i := range errs {
+	sums := make([]Summary, len(appliers))
+	errs := make([]error, len(appliers))
+	for i, applier := range appliers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			applier := &Applier{
-				Garage: NewGarageV2(w.garage.URL, w.garage.Token, nil),
-				Vault:  meetingVault{Vault: w.jobVault(t), arrived: &arrived},
-				Log:    slog.New(slog.NewJSONHandler(&w.logs, nil)),
-			}
 			sums[i], errs[i] = applier.Apply(context.Background(), []Key{knowledge})
 		}()
 	}
