@@ -1,0 +1,91 @@
+// Command garage-catalog applies the bucket catalog deploy-kit renders to
+// Garage through its admin API, once, and exits: 0 when Garage and Vault hold
+// the catalog, 1 on a bad setting, a refused catalog or a failed call. It
+// never deletes a key, a bucket or a grant.
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/JorisJonkers-dev/delivery/internal/garagecatalog"
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+// The pod's own ServiceAccount token, as the kubelet mounts it.
+const defaultTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token" //nolint:gosec // a path, not a credential
+
+func main() {
+	ctx, stop := server.SignalContext(context.Background())
+	code := run(ctx, os.Getenv, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run reads the settings, the catalog and then Vault and Garage, in that
+// order: a bad setting or a refused catalog reaches neither. Every way it
+// ends is one JSON line on out.
+func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
+	log := slog.New(slog.NewJSONHandler(out, nil))
+	env := settings.New(getenv)
+	file := env.Required("CATALOG_FILE")
+	addr := env.Required("VAULT_ADDR")
+	role := env.String("VAULT_ROLE", "garage-catalog")
+	authPath := env.String("VAULT_AUTH_PATH", "kubernetes")
+	tokenFile := env.String("TOKEN_FILE", defaultTokenFile)
+	if err := env.Err(); err != nil {
+		log.Error("bad setting", slog.String("error", err.Error()))
+		return 1
+	}
+
+	catalog, err := readCatalog(file)
+	if err != nil {
+		log.Error("refused: nothing applied", slog.String("file", file), slog.String("error", err.Error()))
+		return 1
+	}
+
+	cfg := vaultapi.DefaultConfig()
+	if cfg.Error != nil {
+		log.Error("vault client", slog.String("error", cfg.Error.Error()))
+		return 1
+	}
+	cfg.Address = addr
+	client, err := vaultapi.NewClient(cfg)
+	if err != nil {
+		log.Error("vault client", slog.String("error", err.Error()))
+		return 1
+	}
+	// A token from the environment is never used: the job acts only as the
+	// role it logs in as.
+	client.ClearToken()
+	if err := garagecatalog.Login(ctx, client, authPath, role, tokenFile); err != nil {
+		log.Error("call failed", slog.String("call", "login"), slog.String("role", role), slog.String("error", err.Error()))
+		return 1
+	}
+
+	sum, err := garagecatalog.Run(ctx, catalog, &garagecatalog.VaultKV{Client: client}, nil, log)
+	if err != nil {
+		log.Error("call failed", slog.String("error", err.Error()),
+			slog.Int("imported", sum.Imported), slog.Int("written_down", sum.WrittenDown), slog.Int("minted", sum.Minted),
+			slog.Int("buckets_created", sum.BucketsCreated), slog.Int("grants", sum.Grants))
+		return 1
+	}
+	log.Info("summary", slog.Int("keys", len(catalog.Keys)), slog.Int("kept", sum.Kept),
+		slog.Int("imported", sum.Imported), slog.Int("written_down", sum.WrittenDown), slog.Int("minted", sum.Minted),
+		slog.Int("buckets_created", sum.BucketsCreated), slog.Int("grants", sum.Grants), slog.Int("changes", sum.Changes()))
+	return 0
+}
+
+func readCatalog(path string) (*garagecatalog.Catalog, error) {
+	f, err := os.Open(path) //nolint:gosec // the catalog's path is the job's own setting
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return garagecatalog.Decode(f)
+}

@@ -1,0 +1,239 @@
+package fakegarage
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// drifts collects what the double reports instead of failing the test.
+type drifts struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (d *drifts) report(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.errs = append(d.errs, err)
+}
+
+func (d *drifts) all() []error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.errs)
+}
+
+func call(t *testing.T, g *Garage, method, path, token, body string) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, g.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return resp.StatusCode, out
+}
+
+func TestDocumentIsFoundAndItsQueryParametersCorrected(t *testing.T) {
+	path, err := DocumentPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, corrected, err := LoadDocument(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GET /v2/GetKeyInfo", "GET /v2/GetBucketInfo"} {
+		if !slices.Contains(corrected, want) {
+			t.Errorf("%s was not corrected; corrected: %v", want, corrected)
+		}
+	}
+}
+
+func TestAbsentDocumentIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	_, err := DocumentPath()
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "..", "shared", "reference", "garage", "garage-admin-v2.json")) {
+		t.Fatalf("want an error naming the absent document, got %v", err)
+	}
+}
+
+func TestRequestsThatBreakTheDocumentAreRefused(t *testing.T) {
+	cases := []struct {
+		name, method, path, body string
+		noToken                  bool
+	}{
+		{name: "import without its secret", method: "POST", path: "/v2/ImportKey", body: `{"accessKeyId":"GK0123456789abcdef01234567"}`},
+		{name: "permission of the wrong type", method: "POST", path: "/v2/AllowBucketKey", body: `{"bucketId":"b","accessKeyId":"k","permissions":{"read":"yes"}}`},
+		{name: "field Garage does not have", method: "POST", path: "/v2/CreateBucket", body: `{"globalalias":"media"}`},
+		{name: "nested field in the wrong case", method: "POST", path: "/v2/AllowBucketKey", body: `{"bucketId":"b","accessKeyId":"k","permissions":{"Read":true}}`},
+		{name: "query parameter not declared", method: "GET", path: "/v2/GetBucketInfo?alias=media"},
+		{name: "boolean that is not one", method: "GET", path: "/v2/GetKeyInfo?id=GK1&showSecretKey=maybe"},
+		{name: "no bearer token", method: "GET", path: "/v2/ListKeys", noToken: true},
+		{name: "operation the API lacks", method: "GET", path: "/v2/GetEverything"},
+		{name: "wrong method", method: "GET", path: "/v2/ImportKey"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var d drifts
+			g := New(t, OnDrift(d.report))
+			token := g.Token
+			if c.noToken {
+				token = ""
+			}
+			status, _ := call(t, g, c.method, c.path, token, c.body)
+			if status < 400 || status >= 500 {
+				t.Errorf("status %d, want a refusal", status)
+			}
+			if len(d.all()) == 0 {
+				t.Error("no drift reported")
+			}
+		})
+	}
+}
+
+func TestWrongTokenIsForbiddenAsGarageAnswers(t *testing.T) {
+	var d drifts
+	g := New(t, OnDrift(d.report))
+	status, body := call(t, g, "GET", "/v2/ListKeys", "not-the-token", "")
+	if status != http.StatusForbidden || body["code"] == nil {
+		t.Errorf("got %d %v, want 403 with Garage's error body", status, body)
+	}
+	if errs := d.all(); len(errs) != 0 {
+		t.Errorf("a well-formed request with a wrong token is no drift: %v", errs)
+	}
+}
+
+func TestStateFollowsGarage(t *testing.T) {
+	g := New(t) // any drift fails this test
+	tok := g.Token
+
+	status, created := call(t, g, "POST", "/v2/CreateKey", tok, `{"name":"media"}`)
+	if status != 200 || created["secretAccessKey"] == nil {
+		t.Fatalf("CreateKey: %d %v", status, created)
+	}
+	id := created["accessKeyId"].(string)
+
+	status, _ = call(t, g, "POST", "/v2/ImportKey", tok, `{"accessKeyId":"`+id+`","secretAccessKey":"`+strings.Repeat("a", 64)+`"}`)
+	if status != http.StatusConflict {
+		t.Errorf("importing a held id: %d, want 409", status)
+	}
+	status, _ = call(t, g, "POST", "/v2/ImportKey", tok, `{"accessKeyId":"nope","secretAccessKey":"x"}`)
+	if status != http.StatusBadRequest {
+		t.Errorf("importing a malformed key: %d, want 400", status)
+	}
+
+	status, info := call(t, g, "GET", "/v2/GetKeyInfo?id="+id, tok, "")
+	if status != 200 || info["secretAccessKey"] != nil {
+		t.Errorf("GetKeyInfo without showSecretKey: %d %v", status, info)
+	}
+	status, _ = call(t, g, "GET", "/v2/GetKeyInfo?id=GK000000000000000000000000", tok, "")
+	if status != http.StatusNotFound {
+		t.Errorf("GetKeyInfo of an absent key: %d, want 404", status)
+	}
+
+	status, _ = call(t, g, "GET", "/v2/GetBucketInfo?globalAlias=media", tok, "")
+	if status != http.StatusNotFound {
+		t.Errorf("GetBucketInfo of an absent alias: %d, want 404", status)
+	}
+	status, b := call(t, g, "POST", "/v2/CreateBucket", tok, `{"globalAlias":"media"}`)
+	if status != 200 {
+		t.Fatalf("CreateBucket: %d %v", status, b)
+	}
+	status, _ = call(t, g, "POST", "/v2/CreateBucket", tok, `{"globalAlias":"media"}`)
+	if status != http.StatusConflict {
+		t.Errorf("CreateBucket on a taken alias: %d, want 409", status)
+	}
+	status, _ = call(t, g, "POST", "/v2/CreateBucket", tok, `{"globalAlias":"Not_A_Bucket"}`)
+	if status != http.StatusBadRequest {
+		t.Errorf("CreateBucket with an invalid name: %d, want 400", status)
+	}
+
+	bucketID := b["id"].(string)
+	status, _ = call(t, g, "POST", "/v2/AllowBucketKey", tok, `{"bucketId":"`+bucketID+`","accessKeyId":"`+id+`","permissions":{"read":true,"write":true,"owner":false}}`)
+	if status != 200 {
+		t.Fatalf("AllowBucketKey: %d", status)
+	}
+	g.Grant("media", id, Perm{Read: true, Write: true, Owner: true})
+	call(t, g, "POST", "/v2/AllowBucketKey", tok, `{"bucketId":"`+bucketID+`","accessKeyId":"`+id+`","permissions":{"read":true,"write":false,"owner":false}}`)
+	if _, perms, _ := g.Bucket("media"); perms[id] != (Perm{Read: true, Write: true, Owner: true}) {
+		t.Errorf("a flag sent false must keep its value, got %+v", perms[id])
+	}
+	status, _ = call(t, g, "POST", "/v2/AllowBucketKey", tok, `{"bucketId":"`+bucketID+`","accessKeyId":"GK000000000000000000000000","permissions":{"read":true}}`)
+	if status != http.StatusNotFound {
+		t.Errorf("AllowBucketKey for an absent key: %d, want 404", status)
+	}
+
+	status, info = call(t, g, "GET", "/v2/GetKeyInfo?search=media&showSecretKey=true", tok, "")
+	if status != 200 || info["secretAccessKey"] != created["secretAccessKey"] || len(info["buckets"].([]any)) != 1 {
+		t.Errorf("GetKeyInfo by search: %d %v", status, info)
+	}
+	status, _ = call(t, g, "GET", "/v2/GetBucketInfo?id="+bucketID, tok, "")
+	if status != 200 {
+		t.Errorf("GetBucketInfo by id: %d", status)
+	}
+	for _, path := range []string{"/v2/ListKeys", "/v2/ListBuckets"} {
+		req, _ := http.NewRequest(http.MethodGet, g.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %v %v", path, resp, err)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+	}
+
+	if g.Writes() == 0 || g.Requests("CreateBucket") != 3 {
+		t.Errorf("counts: writes %d, CreateBucket %d", g.Writes(), g.Requests("CreateBucket"))
+	}
+	g.Rebuild()
+	if g.KeyCount() != 0 || g.BucketCount() != 0 || g.Writes() != 0 {
+		t.Error("a rebuilt Garage holds nothing")
+	}
+}
+
+func TestResponseDriftIsCaught(t *testing.T) {
+	var d drifts
+	g := New(t, OnDrift(d.report))
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/v2/GetKeyInfo?id=GK1", nil)
+	route, _, err := g.router.FindRoute(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	if err := g.validateResponse(req, route, 200, h, []byte(`{"accessKeyId":"GK1"}`)); err == nil {
+		t.Error("a key answer without its required fields passed")
+	}
+	if err := g.validateResponse(req, route, 404, h, []byte(`{"oops":true}`)); err == nil {
+		t.Error("an undocumented status without Garage's error body passed")
+	}
+}
