@@ -10,15 +10,11 @@ import (
 	"log/slog"
 	"os"
 
-	vaultapi "github.com/hashicorp/vault/api"
-
 	"github.com/JorisJonkers-dev/delivery/internal/garagecatalog"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
+	"github.com/JorisJonkers-dev/delivery/internal/vaultlogin"
 )
-
-// The pod's own ServiceAccount token, as the kubelet mounts it.
-const defaultTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token" //nolint:gosec // a path, not a credential
 
 func main() {
 	ctx, stop := server.SignalContext(context.Background())
@@ -34,10 +30,7 @@ func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(out, nil))
 	env := settings.New(getenv)
 	file := env.Required("CATALOG_FILE")
-	addr := env.Required("VAULT_ADDR")
-	role := env.String("VAULT_ROLE", "garage-catalog")
-	authPath := env.String("VAULT_AUTH_PATH", "kubernetes")
-	tokenFile := env.String("TOKEN_FILE", defaultTokenFile)
+	vault := vaultlogin.Read(env, "garage-catalog")
 	if err := env.Err(); err != nil {
 		log.Error("bad setting", slog.String("error", err.Error()))
 		return 1
@@ -49,22 +42,13 @@ func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
 		return 1
 	}
 
-	cfg := vaultapi.DefaultConfig()
-	if cfg.Error != nil {
-		log.Error("vault client", slog.String("error", cfg.Error.Error()))
-		return 1
-	}
-	cfg.Address = addr
-	client, err := vaultapi.NewClient(cfg)
+	client, err := vaultlogin.NewClient(vault)
 	if err != nil {
-		log.Error("vault client", slog.String("error", err.Error()))
+		log.Error("bad setting", slog.String("error", err.Error()))
 		return 1
 	}
-	// A token from the environment is never used: the job acts only as the
-	// role it logs in as.
-	client.ClearToken()
-	if err := garagecatalog.Login(ctx, client, authPath, role, tokenFile); err != nil {
-		log.Error("call failed", slog.String("call", "login"), slog.String("role", role), slog.String("error", err.Error()))
+	if err := vaultlogin.Login(ctx, client, vault); err != nil {
+		log.Error("call failed", slog.String("call", "login"), slog.String("role", vault.Role), slog.String("error", err.Error()))
 		return 1
 	}
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/vaultlogin"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultpolicy"
 )
 
@@ -220,7 +221,7 @@ func TestRunSettings(t *testing.T) {
 	// environment variables when malformed.
 	mounted := mountSet(t, "render", "auth")
 	code, lines = runWith(t, map[string]string{"VAULT_ADDR": "://vault", "POLICIES_DIR": mounted})
-	if code != 1 || lines[0]["msg"] != "vault client" {
+	if code != 1 || lines[0]["msg"] != "bad setting" || !strings.Contains(lines[0]["error"].(string), "://vault") {
 		t.Fatalf("exit %d, lines %v", code, lines)
 	}
 	t.Setenv("VAULT_MAX_RETRIES", "many")
@@ -231,7 +232,7 @@ func TestRunSettings(t *testing.T) {
 	t.Setenv("VAULT_MAX_RETRIES", "")
 	// The pod's token is the default login; a test machine has none.
 	code, lines = runWith(t, map[string]string{"VAULT_ADDR": "http://127.0.0.1:1", "POLICIES_DIR": mountSet(t, "render", "auth")})
-	if code != 1 || lines[0]["call"] != "login" || !strings.Contains(lines[0]["error"].(string), defaultTokenFile) {
+	if code != 1 || lines[0]["call"] != "login" || !strings.Contains(lines[0]["error"].(string), vaultlogin.DefaultTokenFile) {
 		t.Fatalf("exit %d, lines %v", code, lines)
 	}
 }
@@ -247,8 +248,8 @@ func TestRunGrantsWorkAsRendered(t *testing.T) {
 	cp := testenv.Shared(t)
 	ctx := context.Background()
 	client := f.vault.LoginClient(t)
-	if err := vaultpolicy.Login(ctx, client, "kubernetes", "auth-system-auth-api",
-		cp.ServiceAccountTokenFile(t, "auth-system", "auth-api")); err != nil {
+	if err := vaultlogin.Login(ctx, client, vaultlogin.Settings{Role: "auth-system-auth-api", AuthPath: "kubernetes",
+		TokenFile: cp.ServiceAccountTokenFile(t, "auth-system", "auth-api")}); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
@@ -266,8 +267,8 @@ func TestRunGrantsWorkAsRendered(t *testing.T) {
 		}
 	}
 	other := f.vault.LoginClient(t)
-	if err := vaultpolicy.Login(ctx, other, "kubernetes", "auth-system-auth-api",
-		cp.ServiceAccountTokenFile(t, "data-system", "auth-api")); err == nil {
+	if err := vaultlogin.Login(ctx, other, vaultlogin.Settings{Role: "auth-system-auth-api", AuthPath: "kubernetes",
+		TokenFile: cp.ServiceAccountTokenFile(t, "data-system", "auth-api")}); err == nil {
 		t.Error("a ServiceAccount of another namespace logged in as auth-system-auth-api")
 	}
 }

@@ -8,31 +8,11 @@ import (
 	"strings"
 
 	vaultapi "github.com/hashicorp/vault/api"
-	kubernetesauth "github.com/hashicorp/vault/api/auth/kubernetes"
 )
 
 // VaultKV is the Vault the run reads and writes, through Vault's own client.
 type VaultKV struct {
 	Client *vaultapi.Client
-}
-
-// Login signs the client in with Kubernetes auth at authPath as role, with
-// the ServiceAccount token in tokenFile. The token Vault issues stays inside
-// the client.
-func Login(ctx context.Context, client *vaultapi.Client, authPath, role, tokenFile string) error {
-	auth, err := kubernetesauth.NewKubernetesAuth(role,
-		kubernetesauth.WithMountPath(authPath), kubernetesauth.WithServiceAccountTokenPath(tokenFile))
-	if err != nil {
-		return fmt.Errorf("vault login as %s: %w", role, err)
-	}
-	secret, err := client.Auth().Login(ctx, auth)
-	if err != nil {
-		return fmt.Errorf("vault login as %s at auth/%s: %w", role, authPath, err)
-	}
-	if secret == nil || secret.Auth == nil || secret.Auth.ClientToken == "" {
-		return fmt.Errorf("vault login as %s: Vault issued no token", role)
-	}
-	return nil
 }
 
 // ReadDocument implements Vault. A path whose current version is deleted or

@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	vaultapi "github.com/hashicorp/vault/api"
-	kubernetesauth "github.com/hashicorp/vault/api/auth/kubernetes"
 )
 
 // Client is Vault through its official client: ACL policies under
@@ -18,25 +17,6 @@ type Client struct {
 }
 
 var _ Vault = (*Client)(nil)
-
-// Login logs client in through the Kubernetes auth method at authPath as
-// role, with the ServiceAccount token in tokenFile; the client then carries
-// the token Vault issued.
-func Login(ctx context.Context, client *vaultapi.Client, authPath, role, tokenFile string) error {
-	auth, err := kubernetesauth.NewKubernetesAuth(role,
-		kubernetesauth.WithMountPath(authPath), kubernetesauth.WithServiceAccountTokenPath(tokenFile))
-	if err != nil {
-		return err
-	}
-	secret, err := client.Auth().Login(ctx, auth)
-	if err != nil {
-		return err
-	}
-	if secret == nil || secret.Auth == nil || secret.Auth.ClientToken == "" {
-		return fmt.Errorf("vault issued no token for role %s", role)
-	}
-	return nil
-}
 
 func (c *Client) rolePath(name string) string {
 	return "auth/" + c.AuthPath + "/role/" + url.PathEscape(name)

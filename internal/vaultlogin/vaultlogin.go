@@ -1,0 +1,72 @@
+// Package vaultlogin signs a job in to Vault as the Kubernetes-auth role it
+// runs as, the one way every job of this module reaches Vault.
+package vaultlogin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	vaultapi "github.com/hashicorp/vault/api"
+	kubernetesauth "github.com/hashicorp/vault/api/auth/kubernetes"
+
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+// DefaultTokenFile is the pod's own ServiceAccount token, as the kubelet mounts it.
+const DefaultTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token" //nolint:gosec // a path, not a credential
+
+// Settings say where Vault is and as whom the job signs in.
+type Settings struct {
+	Addr      string // VAULT_ADDR, required
+	Role      string // VAULT_ROLE
+	AuthPath  string // VAULT_AUTH_PATH, default kubernetes
+	TokenFile string // TOKEN_FILE, default DefaultTokenFile
+}
+
+// Read reads the four variables; defaultRole is the job's own role name.
+func Read(env *settings.Reader, defaultRole string) Settings {
+	return Settings{
+		Addr:      env.Required("VAULT_ADDR"),
+		Role:      env.String("VAULT_ROLE", defaultRole),
+		AuthPath:  env.String("VAULT_AUTH_PATH", "kubernetes"),
+		TokenFile: env.String("TOKEN_FILE", DefaultTokenFile),
+	}
+}
+
+// NewClient builds Vault's client for s.Addr with no token: a token from the
+// environment is never used, so the job acts only as the role it logs in as.
+// Vault's client reads its other VAULT_* variables (TLS, retries) itself, and
+// a malformed one is an error here.
+func NewClient(s Settings) (*vaultapi.Client, error) {
+	cfg := vaultapi.DefaultConfig()
+	if cfg.Error != nil {
+		return nil, fmt.Errorf("Vault's VAULT_* variables: %w", cfg.Error)
+	}
+	cfg.Address = s.Addr
+	client, err := vaultapi.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("vault client for %s: %w", s.Addr, err)
+	}
+	client.ClearToken()
+	return client, nil
+}
+
+// Login signs client in through the Kubernetes auth method at s.AuthPath as
+// s.Role with the token in s.TokenFile; the client then carries the token
+// Vault issued, and nothing else sees it.
+func Login(ctx context.Context, client *vaultapi.Client, s Settings) error {
+	auth, err := kubernetesauth.NewKubernetesAuth(s.Role,
+		kubernetesauth.WithMountPath(s.AuthPath), kubernetesauth.WithServiceAccountTokenPath(s.TokenFile))
+	if err != nil {
+		return fmt.Errorf("vault login as %s: %w", s.Role, err)
+	}
+	secret, err := client.Auth().Login(ctx, auth)
+	if err != nil {
+		return fmt.Errorf("vault login as %s at auth/%s: %w", s.Role, s.AuthPath, err)
+	}
+	if secret == nil || secret.Auth == nil || secret.Auth.ClientToken == "" {
+		return errors.New("vault login as " + s.Role + ": Vault issued no token")
+	}
+	return nil
+}
