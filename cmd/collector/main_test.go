@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,24 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
-
-// syncBuffer collects the log lines a running binary writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -71,7 +52,7 @@ func TestRunCapturesServesFreshAndDrains(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, envOf(env), os.ReadFile, time.Now, logs) }()
 
@@ -192,7 +173,7 @@ func TestAnAddressInUseStopsTheBinary(t *testing.T) {
 		"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"GITHUB_API_URL": fake.URL(), "KUBECONFIG": kubeconfig, "ADDR": taken.Addr().String(),
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 {
 		t.Fatalf("exit %d with the address taken", code)
 	}

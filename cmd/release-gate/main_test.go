@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,23 +51,6 @@ func kubeconfigAsGate(t *testing.T, cp *testenv.ControlPlane) string {
 	return path
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRunServesFlaggerUnderItsGrant runs the binary's run whole: it reads its
 // variables, reaches the API server through KUBECONFIG, is ready, answers
 // Flagger and drains when its context ends.
@@ -98,7 +80,7 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 		}
 		return ln, err
 	}
-	logs := &lockedBuffer{}
+	logs := &testenv.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	exited := make(chan int, 1)
 	go func() { exited <- run(ctx, func(k string) string { return env[k] }, logs, listen) }()

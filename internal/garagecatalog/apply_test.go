@@ -2,7 +2,6 @@ package garagecatalog
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -42,24 +41,7 @@ type world struct {
 	garage *fakegarage.Garage
 	vault  *testenv.Vault
 	audit  string
-	logs   lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs   testenv.LogBuffer
 }
 
 func newWorld(t *testing.T) *world {

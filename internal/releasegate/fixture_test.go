@@ -1,7 +1,6 @@
 package releasegate_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -288,25 +286,8 @@ status:
 // running is a gate serving on a loopback listener.
 type running struct {
 	url  string
-	logs *syncBuffer
+	logs *testenv.LogBuffer
 	gate *releasegate.Gate
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // serve starts the gate reading through cfg, answering Flagger in flaggerNS.
@@ -316,7 +297,7 @@ func serve(t testing.TB, cfg *rest.Config, flaggerNS string) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	gate, err := releasegate.New(kube, releasegate.FlaggerIdentity{
 		Namespace: flaggerNS, Selector: "app.kubernetes.io/instance=flagger", ServiceAccount: "flagger",

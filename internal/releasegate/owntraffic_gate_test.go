@@ -129,7 +129,7 @@ func serveProbing(t testing.TB, cfg *rest.Config, flaggerNS string, services *ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	gate, err := releasegate.New(kube, releasegate.FlaggerIdentity{
 		Namespace: flaggerNS, Selector: "app.kubernetes.io/instance=flagger", ServiceAccount: "flagger",

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -14,32 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
-
-// syncBuffer collects log lines written from the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 type running struct {
 	url  string
 	done chan error
 	stop context.CancelFunc
-	logs *syncBuffer
+	logs *testenv.LogBuffer
 }
 
 func start(t *testing.T, cfg server.Config) *running {
@@ -48,7 +31,7 @@ func start(t *testing.T, cfg server.Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{url: "http://" + ln.Addr().String(), done: make(chan error, 1), stop: cancel, logs: logs}

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -59,7 +58,7 @@ type Vault struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *lockedBuffer
+	log  *LogBuffer
 	stop sync.Once
 }
 
@@ -100,7 +99,7 @@ func startVault(ctx context.Context, bin string) (*Vault, error) {
 	// helper of whoever runs the tests.
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "VAULT_LOG_LEVEL=warn"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	log := &lockedBuffer{}
+	log := &LogBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		_ = os.RemoveAll(home)
@@ -281,23 +280,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// lockedBuffer collects the server's output, written by the process's copy
-// goroutines and read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
