@@ -188,6 +188,10 @@ type unit struct {
 
 func (w *world) applyUnit(u unit) {
 	w.t.Helper()
+	w.apply("%s", w.unitYAML(u))
+}
+
+func (w *world) unitYAML(u unit) string {
 	annotations := "{}"
 	if !u.noAnnotations {
 		annotations = fmt.Sprintf("{%s: %s, %s: %q", AnnotationRepository, u.repo, AnnotationVersion, u.version)
@@ -204,7 +208,8 @@ func (w *world) applyUnit(u unit) {
 		entries = append(entries, fmt.Sprintf("{id: %s_%s_flagger.app_Canary, v: v1beta1}", w.appNS, c))
 		entries = append(entries, fmt.Sprintf("{id: %s_%s_apps_Deployment, v: v1}", w.appNS, c))
 	}
-	w.apply(`apiVersion: source.toolkit.fluxcd.io/v1
+	return fmt.Sprintf(`---
+apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
 metadata: {name: project-%[1]s, namespace: %[2]s}
 spec:
@@ -229,7 +234,8 @@ status:
   lastAttemptedRevision: "%[6]s"
   conditions:
     - {type: Ready, status: "%[7]s", reason: %[8]s, message: %[9]q, lastTransitionTime: "2026-11-30T10:00:00Z"}
-  inventory: {entries: [%[10]s]}`,
+  inventory: {entries: [%[10]s]}
+`,
 		u.project, w.fluxNS, u.pin, annotations, u.applied, u.attempted, u.ready, u.reason, u.message, strings.Join(entries, ", "))
 }
 
@@ -244,6 +250,10 @@ type canary struct {
 
 func (w *world) applyCanary(c canary) {
 	w.t.Helper()
+	w.apply("%s", w.canaryYAML(c))
+}
+
+func (w *world) canaryYAML(c canary) string {
 	promoted, primary := "spec-new", "img:new"
 	if !c.settled {
 		promoted, primary = "spec-old", "img:old"
@@ -251,7 +261,8 @@ func (w *world) applyCanary(c canary) {
 	if c.changedAt.IsZero() {
 		c.changedAt = time.Now()
 	}
-	w.apply(`apiVersion: flagger.app/v1beta1
+	out := fmt.Sprintf(`---
+apiVersion: flagger.app/v1beta1
 kind: Canary
 metadata: {name: %[1]s, namespace: %[2]s}
 spec:
@@ -274,7 +285,8 @@ status:
     - {type: Promoted, status: "Unknown", reason: %[5]s, message: %[9]q, lastUpdateTime: "%[8]s", lastTransitionTime: "%[8]s"}
 `, c.name, w.appNS, c.app, c.rev, c.phase, c.iterations, promoted, c.changedAt.UTC().Format(time.RFC3339), c.message)
 	for _, d := range []struct{ name, image string }{{c.name, "img:new"}, {c.name + "-primary", primary}} {
-		w.apply(`apiVersion: apps/v1
+		out += fmt.Sprintf(`---
+apiVersion: apps/v1
 kind: Deployment
 metadata: {name: %[1]s, namespace: %[2]s}
 spec:
@@ -282,8 +294,10 @@ spec:
   template:
     metadata: {labels: {app.kubernetes.io/instance: %[1]s}}
     spec:
-      containers: [{name: app, image: "%[3]s"}]`, d.name, w.appNS, d.image)
+      containers: [{name: app, image: "%[3]s"}]
+`, d.name, w.appNS, d.image)
 	}
+	return out
 }
 
 // deployment creates the Rollout's Deployment as the workflow does, with a
