@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +19,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
@@ -227,6 +230,32 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 		}
 		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) {
 			t.Errorf("%s: log %q", name, logs)
+		}
+	}
+}
+
+type failingBody struct{}
+
+func (failingBody) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+// TestFluxEventBoundsAndDiscardsTheBody covers what the server's own bound
+// does not: a body of unknown length past the bound, and one that breaks.
+func TestFluxEventBoundsAndDiscardsTheBody(t *testing.T) {
+	handler := fluxEvent(&periodic.Loop{Interval: time.Hour})
+	for name, tc := range map[string]struct {
+		body io.Reader
+		want int
+	}{
+		"within the bound": {strings.NewReader(`{"message":"anything"}`), http.StatusAccepted},
+		"past the bound":   {strings.NewReader(strings.Repeat("x", 64)), http.StatusRequestEntityTooLarge},
+		"broken":           {failingBody{}, http.StatusBadRequest},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/flux", tc.body)
+		req.Body = http.MaxBytesReader(rec, io.NopCloser(tc.body), 32)
+		handler(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d", name, rec.Code)
 		}
 	}
 }

@@ -140,12 +140,12 @@ func (k *Kube) Pin(ctx context.Context, namespace, name string) (string, error) 
 	var repo sourcev1.OCIRepository
 	if err := k.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &repo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("OCIRepository %s/%s: %w", namespace, name, ErrNotFound)
+			return "", fmt.Errorf("read OCIRepository %s/%s: %w", namespace, name, ErrNotFound)
 		}
-		return "", fmt.Errorf("OCIRepository %s/%s: %w", namespace, name, err)
+		return "", fmt.Errorf("read OCIRepository %s/%s: %w", namespace, name, err)
 	}
 	if repo.Spec.Reference == nil || repo.Spec.Reference.Digest == "" {
-		return "", fmt.Errorf("OCIRepository %s/%s is not pinned to a digest (spec.ref.digest)", namespace, name)
+		return "", fmt.Errorf("the OCIRepository %s/%s is not pinned to a digest (spec.ref.digest)", namespace, name)
 	}
 	return repo.Spec.Reference.Digest, nil
 }
@@ -158,7 +158,7 @@ func (k *Kube) Member(ctx context.Context, name types.NamespacedName) (Member, e
 		if apierrors.IsNotFound(err) {
 			return m, nil
 		}
-		return Member{}, fmt.Errorf("Canary %s: %w", name, err)
+		return Member{}, fmt.Errorf("read Canary %s: %w", name, err)
 	}
 	m.State.HasCanary = true
 	m.State.Canary = releasegate.CanaryOf(&c)
@@ -180,7 +180,7 @@ func (k *Kube) Member(ctx context.Context, name types.NamespacedName) (Member, e
 		switch {
 		case errors.Is(err, releasegate.ErrNotFound):
 		case err != nil:
-			return Member{}, fmt.Errorf("Deployment %s/%s: %w", name.Namespace, d.name, err)
+			return Member{}, fmt.Errorf("read Deployment %s/%s: %w", name.Namespace, d.name, err)
 		default:
 			*d.into = &dep
 		}
