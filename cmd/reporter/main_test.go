@@ -259,3 +259,29 @@ func TestFluxEventBoundsAndDiscardsTheBody(t *testing.T) {
 		}
 	}
 }
+
+func TestNoClusterStopsAtStart(t *testing.T) {
+	fake := fakegithub.New(t)
+	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
+		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
+	logs := &syncBuffer{}
+	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+		t.Fatalf("exit %d, log %q", code, logs)
+	}
+}
+
+func TestAnAddressInUseStopsIt(t *testing.T) {
+	cp := testenv.Shared(t)
+	fake := fakegithub.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
+		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": cp.Namespace(t), "ADDR": ln.Addr().String(), "KUBECONFIG": kubeconfigAsReporter(t, cp)}
+	logs := &syncBuffer{}
+	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "server stopped") {
+		t.Fatalf("exit %d, log %q", code, logs)
+	}
+}
