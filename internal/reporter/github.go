@@ -3,7 +3,9 @@ package reporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/google/go-github/v75/github"
@@ -56,6 +58,11 @@ func (g *GitHub) List(ctx context.Context, repo githubapp.Repository, page int) 
 	list, resp, err := g.gh.Repositories.ListDeployments(ctx, repo.Owner, repo.Name,
 		&github.DeploymentsListOptions{ListOptions: github.ListOptions{Page: page, PerPage: perPage}})
 	if err != nil {
+		var ghErr *github.ErrorResponse
+		if errors.As(err, &ghErr) && ghErr.Response != nil && ghErr.Response.StatusCode == http.StatusNotFound {
+			// GitHub answers 404 for a repository the installation cannot see.
+			return nil, 0, fmt.Errorf("the installation cannot see repository %s: %w", repo, ErrNotFound)
+		}
 		return nil, 0, fmt.Errorf("list the Deployments of %s: %w", repo, err)
 	}
 	out := make([]Deployment, 0, len(list))

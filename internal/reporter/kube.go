@@ -46,7 +46,9 @@ type UnitObject struct {
 	Canaries []types.NamespacedName
 }
 
-// ErrNotFound is a read of an object that is not there.
+// ErrNotFound is a read of an object that is not there, or of a pin that
+// names no digest: what a unit names is missing, which a pass reports as a
+// skipped unit rather than a failure of its own.
 var ErrNotFound = errors.New("not found")
 
 // Kube reads Flux's and Flagger's objects through controller-runtime's
@@ -145,7 +147,7 @@ func (k *Kube) Pin(ctx context.Context, namespace, name string) (string, error) 
 		return "", fmt.Errorf("read OCIRepository %s/%s: %w", namespace, name, err)
 	}
 	if repo.Spec.Reference == nil || repo.Spec.Reference.Digest == "" {
-		return "", fmt.Errorf("the OCIRepository %s/%s is not pinned to a digest (spec.ref.digest)", namespace, name)
+		return "", fmt.Errorf("the OCIRepository %s/%s is not pinned to a digest (spec.ref.digest): %w", namespace, name, ErrNotFound)
 	}
 	return repo.Spec.Reference.Digest, nil
 }

@@ -2,9 +2,11 @@ package reporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 )
@@ -13,6 +15,10 @@ import (
 // Deployment: the workflow creates it when it moves the pin, so it is among a
 // repository's newest; 5 pages are its 500 newest.
 const maxDeploymentPages = 5
+
+// unseenRetry is how long a repository the installation cannot see is left
+// alone: GitHub charges its 404, and a quiet pass costs nothing.
+const unseenRetry = 10 * time.Minute
 
 // GateReader reads the Release Gate's warmup records.
 type GateReader interface {
@@ -26,8 +32,13 @@ type Reporter struct {
 	Deployments Deployments
 	Gate        GateReader
 	Logger      *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
 
 	mu sync.Mutex
+	// unseen holds when each repository the installation could not see was
+	// last asked for.
+	unseen map[githubapp.Repository]unseenRepo
 	// skipped keeps, per unit, why it was last skipped, so the reason is
 	// logged once rather than every pass.
 	skipped map[string]string
@@ -69,9 +80,17 @@ type pass struct {
 	gate      Gate
 }
 
+type unseenRepo struct {
+	at  time.Time
+	err error
+}
+
 type repoDeployments struct {
 	seen []Deployment
 	next int
+	// err is what reading the next page met; every unit of the repository
+	// meets it for the rest of the pass.
+	err error
 }
 
 func (p *pass) unit(ctx context.Context, u UnitObject) error {
@@ -85,10 +104,18 @@ func (p *pass) unit(ctx context.Context, u UnitObject) error {
 		return nil
 	}
 	pin, err := p.r.Cluster.Pin(ctx, u.Source.Namespace, u.Source.Name)
+	if errors.Is(err, ErrNotFound) {
+		p.r.skip(u.Name, err.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	d, found, err := p.find(ctx, rollout.Repository, u.Project, rollout.Version)
+	if errors.Is(err, ErrNotFound) {
+		p.r.skip(u.Name, err.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -136,6 +163,9 @@ func (p *pass) unit(ctx context.Context, u UnitObject) error {
 func (p *pass) find(ctx context.Context, repo githubapp.Repository, project, version string) (Deployment, bool, error) {
 	list, ok := p.lists[repo]
 	if !ok {
+		if err := p.r.stillUnseen(repo); err != nil {
+			return Deployment{}, false, err
+		}
 		list = &repoDeployments{next: 1}
 		p.lists[repo] = list
 	}
@@ -145,11 +175,18 @@ func (p *pass) find(ctx context.Context, repo githubapp.Repository, project, ver
 				return list.seen[i], true, nil
 			}
 		}
+		if list.err != nil {
+			return Deployment{}, false, list.err
+		}
 		if list.next == 0 || list.next > maxDeploymentPages {
 			return Deployment{}, false, nil
 		}
 		page, next, err := p.r.Deployments.List(ctx, repo, list.next)
 		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				p.r.markUnseen(repo, err)
+			}
+			list.err = err
 			return Deployment{}, false, err
 		}
 		list.seen = append(list.seen, page...)
@@ -170,6 +207,35 @@ func (p *pass) gateAnswer(ctx context.Context) Gate {
 		}
 	}
 	return p.gate
+}
+
+func (r *Reporter) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// stillUnseen returns the error a repository met when it was last asked
+// for less than unseenRetry ago, and nil when it may be asked again.
+func (r *Reporter) stillUnseen(repo githubapp.Repository) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u, ok := r.unseen[repo]
+	if !ok || r.now().Sub(u.at) >= unseenRetry {
+		delete(r.unseen, repo)
+		return nil
+	}
+	return u.err
+}
+
+func (r *Reporter) markUnseen(repo githubapp.Repository, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unseen == nil {
+		r.unseen = map[githubapp.Repository]unseenRepo{}
+	}
+	r.unseen[repo] = unseenRepo{at: r.now(), err: err}
 }
 
 // skip logs why a unit is not reported on, once per reason.

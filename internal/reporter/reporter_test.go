@@ -224,6 +224,12 @@ func TestUnitsWithoutRolloutAreSkippedAndLoggedOnce(t *testing.T) {
 	r := w.reporter()
 	w.applyUnit(unit{project: "plain", pin: pin, applied: pin, attempted: pin, noAnnotations: true})
 	w.applyUnit(unit{project: "typo", repo: repo, version: "latest", pin: pin, applied: pin, attempted: pin})
+	// What a unit names is missing: a repository the installation cannot see, a pin.
+	w.applyUnit(unit{project: "unseen", repo: "acme/unseen", version: "1.0.0", pin: pin, applied: pin, attempted: pin})
+	w.apply(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: project-nopin, namespace: %s, annotations: {%s: acme/x, %s: "1.0.0"}}
+spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-nopin}}`, w.fluxNS, AnnotationRepository, AnnotationVersion)
 	// Not a Project's unit at all.
 	w.apply(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -232,14 +238,25 @@ spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: GitRepository, na
 	w.pass(r)
 	w.pass(r)
 	logs := w.logs.String()
-	if strings.Count(logs, `"unit":"project-plain"`) != 1 || strings.Count(logs, `"unit":"project-typo"`) != 1 {
+	for _, name := range []string{"plain", "typo", "unseen", "nopin"} {
+		if strings.Count(logs, `"unit":"project-`+name+`"`) != 1 {
+			t.Fatalf("project-%s not logged exactly once:\n%s", name, logs)
+		}
+	}
+	if !strings.Contains(logs, "cannot see repository acme/unseen") || !strings.Contains(logs, "project-nopin") {
 		t.Fatalf("skips not logged exactly once:\n%s", logs)
 	}
 	if !strings.Contains(logs, "rollout-version") || strings.Contains(logs, `"unit":"flux-system"`) {
 		t.Fatalf("skip reasons:\n%s", logs)
 	}
-	if w.fake.RateLimitUsed() != 0 {
+	if w.fake.RateLimitUsed() != 1 { // the one list that met the unseen repository's 404
 		t.Fatalf("skipped units spent %d units", w.fake.RateLimitUsed())
+	}
+	// The unseen repository is asked for again once unseenRetry has passed.
+	r.Now = func() time.Time { return time.Now().Add(unseenRetry) }
+	w.pass(r)
+	if w.fake.RateLimitUsed() != 2 {
+		t.Fatalf("after the retry time: %d units", w.fake.RateLimitUsed())
 	}
 }
 
