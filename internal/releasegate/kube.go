@@ -234,3 +234,7 @@ func (k *Kube) Reachable(ctx context.Context) error {
 	_, err := k.kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	return err
 }
+
+// CanaryOf is the gate's view of a Flagger Canary, for a service that reads
+// the Canary itself and holds it to the gate's barrier tests (Unchanged).
+func CanaryOf(c *flaggerv1.Canary) Canary { return canaryOf(c) }

@@ -20,6 +20,7 @@ type repository struct {
 	defaultBranch string
 	files         map[string][]byte
 	commits       []Commit
+	deployments   []*deployment
 }
 
 // Commit is one commit the fake recorded on a repository.

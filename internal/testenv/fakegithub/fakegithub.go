@@ -3,7 +3,8 @@
 // published API where the services rely on it: App JWTs are verified (RS256,
 // iss = the App's id, exp at most ten minutes ahead), installation tokens are
 // issued and checked, the contents API serves git's real blob ids and refuses
-// a stale sha with 409, and every call is recorded so a test can state what a
+// a stale sha with 409, deployments and their statuses are listed newest first
+// and paged, a status's description is held to 140 characters, and every call is recorded so a test can state what a
 // pass cost.
 package fakegithub
 
@@ -53,6 +54,8 @@ type Server struct {
 	repos    map[string]*repository
 	calls    []Call
 	failWith int
+	// nextID numbers deployments and their statuses, as GitHub's ids do.
+	nextID int64
 }
 
 // Call is one request the fake answered.
@@ -172,6 +175,9 @@ func (s *Server) routes() []route {
 		{"GET /repos/{owner}/{repo}/contents/{path...}", "installation", (*Server).getContents},
 		{"PUT /repos/{owner}/{repo}/contents/{path...}", "installation", (*Server).putContents},
 		{"GET /repos/{owner}/{repo}/git/blobs/{sha}", "installation", (*Server).getBlob},
+		{"GET /repos/{owner}/{repo}/deployments", "installation", (*Server).listDeployments},
+		{"GET /repos/{owner}/{repo}/deployments/{id}/statuses", "installation", (*Server).listStatuses},
+		{"POST /repos/{owner}/{repo}/deployments/{id}/statuses", "installation", (*Server).createStatus},
 	}
 }
 

@@ -1,0 +1,148 @@
+// Command reporter keeps every release's GitHub Deployment status current as
+// Flux and Flagger move it: a pass when it starts, on every event Flux's
+// notification Provider posts to POST /flux, and once every INTERVAL. An
+// event only prompts a pass; its body is read, bounded, and discarded. GET
+// /fresh is its liveness probe.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+	"github.com/JorisJonkers-dev/delivery/internal/periodic"
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+func main() {
+	ctx, stop := server.SignalContext(context.Background())
+	code := run(ctx, os.Getenv, os.ReadFile, time.Now, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// DefaultGateURL is the Release Gate in the worked estate.
+const DefaultGateURL = "http://release-gate.delivery-system.svc.cluster.local:8080"
+
+// config is everything the Reporter reads from its environment.
+type config struct {
+	namespace string
+	interval  time.Duration
+	addr      string
+	gateURL   string
+	app       githubapp.Config
+}
+
+func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error)) (config, error) {
+	s := settings.New(getenv)
+	cfg := config{
+		namespace: s.String("FLUX_NAMESPACE", "flux-system"),
+		interval:  s.Duration("INTERVAL", 30*time.Second),
+		addr:      s.String("ADDR", ":8080"),
+		gateURL:   s.String("GATE_URL", DefaultGateURL),
+	}
+	if err := s.Err(); err != nil {
+		return config{}, err
+	}
+	if u, err := url.Parse(cfg.gateURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return config{}, fmt.Errorf("GATE_URL: %q is not an http(s) URL", cfg.gateURL)
+	}
+	var err error
+	if cfg.app, err = githubapp.FromEnv(getenv, readFile); err != nil {
+		return config{}, err
+	}
+	return cfg, nil
+}
+
+// run starts the Reporter and serves until ctx ends; it returns the exit code.
+func run(ctx context.Context, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time, logs io.Writer) int {
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	cfg, err := loadConfig(getenv, readFile)
+	if err != nil {
+		logger.Error("bad configuration", slog.String("error", err.Error()))
+		return 1
+	}
+	r, err := build(cfg, getenv, logger)
+	if err != nil {
+		logger.Error("cannot start", slog.String("error", err.Error()))
+		return 1
+	}
+	loop := &periodic.Loop{Interval: cfg.interval, Pass: r.Pass, Now: now, Logger: logger, Name: "pass"}
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { loop.Run(loopCtx) })
+	logger.Info("reporter started", slog.String("namespace", cfg.namespace), slog.String("gate", cfg.gateURL),
+		slog.Duration("interval", cfg.interval))
+	err = server.ListenAndServe(ctx, cfg.addr, server.Config{
+		Logger: logger,
+		Routes: func(mux *http.ServeMux) {
+			mux.HandleFunc("GET /fresh", loop.FreshHandler)
+			mux.HandleFunc("POST /flux", fluxEvent(loop))
+		},
+	})
+	stopLoop()
+	wg.Wait()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error("server stopped", slog.String("error", err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// fluxEvent answers Flux's notification Provider. The route is unsigned, so
+// an event is a prompt to look, never evidence: the body is read within the
+// server's bound and discarded unread, and the next pass looks at every unit.
+func fluxEvent(loop *periodic.Loop) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			if server.TooLarge(err) {
+				server.Answer(w, http.StatusRequestEntityTooLarge, "the event is larger than the bound")
+				return
+			}
+			server.Answer(w, http.StatusBadRequest, "the event could not be read")
+			return
+		}
+		loop.Prompt()
+		server.Answer(w, http.StatusAccepted, "a pass will look at every unit")
+	}
+}
+
+// build connects to the cluster (KUBECONFIG, else the in-cluster
+// ServiceAccount), to GitHub as the App installation, and to the gate.
+func build(cfg config, getenv func(string) string, logger *slog.Logger) (*reporter.Reporter, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path := getenv("KUBECONFIG"); path != "" {
+		rules.ExplicitPath = path
+	}
+	rest, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("KUBECONFIG: no Kubernetes configuration: %w", err)
+	}
+	kube, err := reporter.NewKube(rest)
+	if err != nil {
+		return nil, err
+	}
+	gh, err := githubapp.New(cfg.app)
+	if err != nil {
+		return nil, err
+	}
+	return &reporter.Reporter{
+		Namespace:   cfg.namespace,
+		Cluster:     kube,
+		Deployments: reporter.NewGitHub(gh),
+		Gate:        reporter.NewGateClient(cfg.gateURL),
+		Logger:      logger,
+	}, nil
+}

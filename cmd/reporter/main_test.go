@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/JorisJonkers-dev/delivery/internal/periodic"
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+const pin = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+
+// kubeconfigAsReporter applies deploy/reporter/rbac.yaml and writes a
+// kubeconfig acting as the Reporter's ServiceAccount, so the binary runs
+// under exactly that grant.
+func kubeconfigAsReporter(t *testing.T, cp *testenv.ControlPlane) string {
+	t.Helper()
+	rbac, err := os.ReadFile("../../deploy/reporter/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: delivery-system}\n---\n")
+	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cp.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate = "system:serviceaccount:delivery-system:reporter"
+		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:delivery-system", "system:authenticated"}
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// TestRunReportsAndAForgedEventWritesNothing runs the binary whole under its
+// grant: it reports a release at start, a Flux event prompts a pass that
+// finds the cluster as it is (so a forged event naming anything writes
+// nothing), and a real change prompted by an event is written.
+func TestRunReportsAndAForgedEventWritesNothing(t *testing.T) {
+	cp := testenv.Shared(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fluxNS := cp.Namespace(t)
+	apply := func(ready string) {
+		t.Helper()
+		if _, err := cp.Apply(ctx, fmt.Appendf(nil, `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: project-docs, namespace: %[1]s}
+spec: {interval: 10m, url: "oci://registry.example/estate/docs", ref: {digest: "%[2]s"}}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: project-docs
+  namespace: %[1]s
+  annotations: {%[3]s: acme/docs, %[4]s: "2.1.0", %[5]s: "https://docs.example"}
+spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-docs}}
+status:
+  lastAppliedRevision: "latest@%[2]s"
+  lastAttemptedRevision: "latest@%[2]s"
+  conditions: [{type: Ready, status: "%[6]s", reason: Progressing, message: "", lastTransitionTime: "2026-11-30T10:00:00Z"}]`,
+			fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, reporter.AnnotationURL, ready)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply("Unknown")
+	fake := fakegithub.New(t)
+	id := fake.AddDeployment("acme/docs", fakegithub.NewDeployment{Payload: json.RawMessage(`{"project":"docs","version":"2.1.0"}`)})
+	fake.AddStatus("acme/docs", id, fakegithub.Status{State: "queued", LogURL: "https://ci.example/runs/9"})
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"readAt":"2026-11-30T10:00:00Z","truncated":false,"applications":[]}`))
+	}))
+	defer gate.Close()
+
+	addr := freeAddr(t)
+	env := map[string]string{
+		"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
+		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": fluxNS, "INTERVAL": "1h", "ADDR": addr,
+		"GATE_URL": gate.URL, "KUBECONFIG": kubeconfigAsReporter(t, cp),
+	}
+	logs := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, envOf(env), os.ReadFile, time.Now, logs) }()
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened; logs:\n%s", what, logs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	statuses := func() []fakegithub.Status { return fake.Statuses("acme/docs", id) }
+	eventually("the first pass's status", func() bool { return len(statuses()) == 2 })
+	if got := statuses()[1]; got.State != "in_progress" || got.Description != "applied by Flux" ||
+		got.LogURL != "https://ci.example/runs/9" || got.EnvironmentURL != "https://docs.example" {
+		t.Fatalf("first status %+v", got)
+	}
+	post := func(body string) int {
+		t.Helper()
+		resp, err := http.Post("http://"+addr+"/flux", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	passes := func() int { return fake.CallsMatching("GET", "/repos/acme/docs/deployments/") }
+
+	// A forged event claiming the release succeeded prompts a pass, which
+	// finds the cluster unchanged and writes nothing.
+	before := passes()
+	forged := `{"involvedObject":{"kind":"Kustomization","name":"project-docs","namespace":"` + fluxNS + `"},"severity":"info","reason":"ReconciliationSucceeded","message":"docs 2.1.0 ready","metadata":{"revision":"` + pin + `"}}`
+	if code := post(forged); code != http.StatusAccepted {
+		t.Fatalf("/flux answered %d", code)
+	}
+	eventually("the prompted pass", func() bool { return passes() > before })
+	if n := len(statuses()); n != 2 || fake.CallsMatching("POST", "/statuses") != 1 {
+		t.Fatalf("a forged event wrote: %+v", statuses())
+	}
+	// A body beyond the bound is refused.
+	if code := post(strings.Repeat("x", 2<<20)); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("an oversized event answered %d", code)
+	}
+
+	// A real change, prompted by an event, is written.
+	apply("True")
+	post(`{}`)
+	eventually("the success", func() bool { return len(statuses()) == 3 })
+	if got := statuses()[2]; got.State != "success" || got.Description != "docs 2.1.0 applied by Flux and ready" {
+		t.Fatalf("second status %+v", got)
+	}
+	resp, err := http.Get("http://" + addr + "/fresh")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/fresh: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d; logs:\n%s", code, logs)
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatal("did not stop")
+	}
+}
+
+func TestBadConfigurationStopsAtStart(t *testing.T) {
+	fake := fakegithub.New(t)
+	good := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM)}
+	cfg, err := loadConfig(envOf(good), os.ReadFile)
+	if err != nil || cfg.namespace != "flux-system" || cfg.interval != 30*time.Second || cfg.addr != ":8080" || cfg.gateURL != DefaultGateURL {
+		t.Fatalf("defaults: %+v %v", cfg, err)
+	}
+	for name, change := range map[string][2]string{
+		"interval":  {"INTERVAL", "soon"},
+		"gate URL":  {"GATE_URL", "release-gate:8080"},
+		"no app id": {"GITHUB_APP_ID", ""},
+	} {
+		env := map[string]string{}
+		for k, v := range good {
+			env[k] = v
+		}
+		env[change[0]] = change[1]
+		logs := &syncBuffer{}
+		if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 {
+			t.Errorf("%s: exit %d", name, code)
+		}
+		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) {
+			t.Errorf("%s: log %q", name, logs)
+		}
+	}
+}
+
+type failingBody struct{}
+
+func (failingBody) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+// TestFluxEventBoundsAndDiscardsTheBody covers what the server's own bound
+// does not: a body of unknown length past the bound, and one that breaks.
+func TestFluxEventBoundsAndDiscardsTheBody(t *testing.T) {
+	handler := fluxEvent(&periodic.Loop{Interval: time.Hour})
+	for name, tc := range map[string]struct {
+		body io.Reader
+		want int
+	}{
+		"within the bound": {strings.NewReader(`{"message":"anything"}`), http.StatusAccepted},
+		"past the bound":   {strings.NewReader(strings.Repeat("x", 64)), http.StatusRequestEntityTooLarge},
+		"broken":           {failingBody{}, http.StatusBadRequest},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/flux", tc.body)
+		req.Body = http.MaxBytesReader(rec, io.NopCloser(tc.body), 32)
+		handler(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d", name, rec.Code)
+		}
+	}
+}
+
+func TestNoClusterStopsAtStart(t *testing.T) {
+	fake := fakegithub.New(t)
+	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
+		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
+	logs := &syncBuffer{}
+	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+		t.Fatalf("exit %d, log %q", code, logs)
+	}
+}
+
+func TestAnAddressInUseStopsIt(t *testing.T) {
+	cp := testenv.Shared(t)
+	fake := fakegithub.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
+		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": cp.Namespace(t), "ADDR": ln.Addr().String(), "KUBECONFIG": kubeconfigAsReporter(t, cp)}
+	logs := &syncBuffer{}
+	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "server stopped") {
+		t.Fatalf("exit %d, log %q", code, logs)
+	}
+}

@@ -1,0 +1,280 @@
+package reporter
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+)
+
+// Deployment status states the Reporter writes or reads.
+const (
+	StateInProgress = "in_progress"
+	StateSuccess    = "success"
+	StateFailure    = "failure"
+	StateInactive   = "inactive"
+	StateError      = "error"
+)
+
+// MaxDescription is GitHub's limit on a status's description, in characters.
+const MaxDescription = 140
+
+// dependencyNotReady is Flux's Ready reason for a unit that waits on another
+// unit it depends on: waiting, not failing.
+const dependencyNotReady = "DependencyNotReady"
+
+// warmupFailed is the phrase of the status a failed warmup leaves; the gate
+// never rolls back, so that status is the release's last word.
+const warmupFailed = "promoted, but its warmup failed"
+
+// Condition is a Kubernetes condition as the Reporter reads it.
+type Condition struct {
+	// Status is "True", "False", "Unknown", or "" when the condition is absent.
+	Status, Reason, Message string
+}
+
+// Unit is what a Project's Flux Kustomization shows.
+type Unit struct {
+	// AppliedRevision and AttemptedRevision are status.lastAppliedRevision and
+	// status.lastAttemptedRevision: the source artifact's revision,
+	// "<tag>@sha256:<hex>" or "sha256:<hex>".
+	AppliedRevision, AttemptedRevision string
+	Ready                              Condition
+}
+
+// Member is a blue-green member of the unit: a Canary in its inventory, held
+// to the gate's barrier test through its MemberState.
+type Member struct {
+	// Namespace is the Canary's.
+	Namespace string
+	// State is the Canary and its Deployments <target> and <target>-primary.
+	State releasegate.MemberState
+	// Iterations is the analysis's number of iterations (spec.analysis.iterations).
+	Iterations int
+	// Message is Flagger's message on the Canary's Promoted condition.
+	Message string
+	// ChangedAt is when the Canary's phase last changed (status.lastTransitionTime).
+	ChangedAt time.Time
+}
+
+// Warmup is what the Release Gate recorded of warming an Application up.
+type Warmup struct {
+	Revision string
+	Warmed   bool
+	// Failed is the request that stopped the warmup; nil when none did.
+	Failed *WarmupFailure
+}
+
+// WarmupFailure is the request that stopped a warmup and the status it met
+// (0: no answer).
+type WarmupFailure struct {
+	Request string
+	Status  int
+}
+
+// Gate is what the Release Gate answered: its warmup record per Application
+// ("<namespace>/<application>"). Answered is false when it did not answer.
+type Gate struct {
+	Answered bool
+	Warmups  map[string]Warmup
+}
+
+// Status is a Deployment status: its state, description and environment URL.
+type Status struct {
+	State, Description, EnvironmentURL string
+}
+
+// Input is everything one decision reads, as plain values.
+type Input struct {
+	Project, Version string
+	// Pin is the digest the unit's source is pinned to (spec.ref.digest).
+	Pin     string
+	Unit    Unit
+	Members []Member
+	Gate    Gate
+	// DeploymentCreated is when the Rollout's Deployment was created.
+	DeploymentCreated time.Time
+	// RolloutURL is the release's environment URL; "" for none.
+	RolloutURL string
+	// Latest is the Deployment's latest status; nil when it has none.
+	Latest *Status
+}
+
+// Decision is what to write: Write is false when nothing is, and Why says
+// why either way, for the log.
+type Decision struct {
+	Write  bool
+	Status Status
+	Why    string
+}
+
+// Final reports whether a status takes nothing more: success, inactive and
+// error are GitHub's last words, and a failed warmup is the release's.
+func Final(s *Status) bool {
+	if s == nil {
+		return false
+	}
+	switch s.State {
+	case StateSuccess, StateInactive, StateError:
+		return true
+	case StateFailure:
+		return strings.Contains(s.Description, warmupFailed)
+	}
+	return false
+}
+
+// RevisionDigest is the digest a Flux artifact revision names:
+// "latest@sha256:abc" and "sha256:abc" both name "sha256:abc".
+func RevisionDigest(revision string) string {
+	if i := strings.LastIndex(revision, "@"); i >= 0 {
+		return revision[i+1:]
+	}
+	return revision
+}
+
+// Applied reports whether Flux applied the release the unit is pinned to.
+func (in Input) Applied() bool {
+	return in.Pin != "" && RevisionDigest(in.Unit.AppliedRevision) == in.Pin
+}
+
+// Decide says which status the Rollout's Deployment should carry now, and
+// whether that is a write: only a status that differs from the latest is.
+func Decide(in Input) Decision {
+	if Final(in.Latest) {
+		return Decision{Why: "the Deployment's latest status " + in.Latest.State + " is final"}
+	}
+	want, ok := stage(in)
+	if !ok {
+		return Decision{Why: want.Description}
+	}
+	want.Description = clipDescription(want.Description)
+	want.EnvironmentURL = in.RolloutURL
+	if in.Latest != nil && *in.Latest == want {
+		return Decision{Status: want, Why: "the Deployment already says so"}
+	}
+	return Decision{Write: true, Status: want, Why: "the release moved"}
+}
+
+// stage is the status the cluster shows; ok is false when it shows nothing
+// to report yet (Status.Description then says why).
+func stage(in Input) (Status, bool) {
+	fluxFailed := in.Unit.Ready.Status == "False" && in.Unit.Ready.Reason != dependencyNotReady &&
+		RevisionDigest(in.Unit.AttemptedRevision) == in.Pin
+	failedToApply := Status{State: StateFailure, Description: fmt.Sprintf("Flux could not apply %s %s: %s: %s",
+		in.Project, in.Version, in.Unit.Ready.Reason, oneLine(in.Unit.Ready.Message))}
+	if !in.Applied() {
+		if fluxFailed {
+			return failedToApply, true
+		}
+		return Status{Description: "Flux has not applied " + in.Pin + " yet"}, false
+	}
+	for _, m := range in.Members {
+		if m.State.HasCanary && m.State.Canary.Phase == releasegate.PhaseFailed && !m.ChangedAt.Before(in.DeploymentCreated) {
+			return Status{State: StateFailure, Description: fmt.Sprintf("%s rolled back: %s", m.State.Process, oneLine(m.Message))}, true
+		}
+	}
+	if fluxFailed {
+		return failedToApply, true
+	}
+	if len(in.Members) == 0 {
+		if in.Unit.Ready.Status == "True" {
+			return Status{State: StateSuccess, Description: fmt.Sprintf("%s %s applied by Flux and ready", in.Project, in.Version)}, true
+		}
+		return Status{State: StateInProgress, Description: "applied by Flux"}, true
+	}
+	var waiting []string
+	for _, m := range in.Members {
+		if through, _ := releasegate.Unchanged(m.State); !through {
+			waiting = append(waiting, m.State.Process+" "+memberStage(m))
+		}
+	}
+	if len(waiting) > 0 {
+		return Status{State: StateInProgress, Description: listWithin("applied by Flux; ", waiting)}, true
+	}
+	return warmupStage(in), true
+}
+
+// memberStage says where a member that is not through stands.
+func memberStage(m Member) string {
+	if !m.State.HasCanary {
+		return "waits for Flagger"
+	}
+	switch c := m.State.Canary; c.Phase {
+	case releasegate.PhaseProgressing:
+		return fmt.Sprintf("checks %d/%d", c.Iterations, m.Iterations)
+	case releasegate.PhaseWaitingPromotion:
+		return "waits for the other members"
+	case releasegate.PhasePromoting, releasegate.PhaseFinalising:
+		return "promoting"
+	}
+	return "waits for Flagger"
+}
+
+// warmupStage is the status once every member is through: the gate's warmup
+// of each member's Application at the revision its Canary carries decides.
+func warmupStage(in Input) Status {
+	revisions := map[string]string{}
+	for _, m := range in.Members {
+		app, rev, err := releasegate.CanaryRelease(m.State.Canary)
+		if err != nil || app == "" {
+			continue // a Canary the gate does not gate has nothing to warm up
+		}
+		revisions[m.Namespace+"/"+app] = rev
+	}
+	keys := make([]string, 0, len(revisions))
+	for k := range revisions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var warming []string
+	for _, key := range keys {
+		app := key[strings.Index(key, "/")+1:]
+		w, ok := in.Gate.Warmups[key]
+		switch {
+		case !in.Gate.Answered || !ok || w.Revision != revisions[key]:
+			warming = append(warming, app)
+		case w.Failed != nil:
+			answered := fmt.Sprintf("answered %d", w.Failed.Status)
+			if w.Failed.Status == 0 {
+				answered = "got no answer"
+			}
+			return Status{State: StateFailure, Description: fmt.Sprintf("%s %s: %s %s", app, warmupFailed, oneLine(w.Failed.Request), answered)}
+		case !w.Warmed:
+			warming = append(warming, app)
+		}
+	}
+	if len(warming) > 0 {
+		return Status{State: StateInProgress, Description: listWithin("promoted; the Release Gate is warming up ", warming)}
+	}
+	return Status{State: StateSuccess, Description: fmt.Sprintf("%s %s promoted and warmed up", in.Project, in.Version)}
+}
+
+// listWithin joins items after prefix within GitHub's limit, naming as many
+// as fit and counting the rest, so that no name is cut in half.
+func listWithin(prefix string, items []string) string {
+	for shown := len(items); shown > 0; shown-- {
+		s := prefix + strings.Join(items[:shown], ", ")
+		if rest := len(items) - shown; rest > 0 {
+			s += fmt.Sprintf(" and %d more", rest)
+		}
+		if utf8.RuneCountInString(s) <= MaxDescription {
+			return s
+		}
+	}
+	return prefix + strings.Join(items, ", ") // clipped by the caller
+}
+
+// clipDescription keeps a description within GitHub's 140 characters.
+func clipDescription(s string) string {
+	if utf8.RuneCountInString(s) <= MaxDescription {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:MaxDescription-1]) + "…"
+}
+
+// oneLine folds a message from the cluster onto one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,324 @@
+package reporter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+const (
+	reporterNS = "delivery-system"
+	reporterSA = "reporter"
+	logURL     = "https://ci.example/acme/estate/actions/runs/7"
+)
+
+// grant applies deploy/reporter/rbac.yaml itself, so the tests run the
+// Reporter under exactly the grant that file gives.
+func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
+	t.Helper()
+	rbac, err := os.ReadFile("../../deploy/reporter/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + reporterNS + "}\n---\n")
+	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
+		t.Fatalf("apply the Reporter's RBAC: %v", err)
+	}
+	return cp.As(reporterNS, reporterSA)
+}
+
+// syncBuffer collects log lines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// standInGate serves GET /releases in the gate's published shape from the
+// warmups a test sets; down makes it drop every connection unanswered.
+type standInGate struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	warmups map[string]Warmup
+	down    bool
+	asked   int
+}
+
+func newStandInGate(t testing.TB) *standInGate {
+	g := &standInGate{warmups: map[string]Warmup{}}
+	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+func (g *standInGate) set(key string, w Warmup) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.warmups[key] = w
+}
+
+func (g *standInGate) setDown(down bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.down = down
+}
+
+func (g *standInGate) serve(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.asked++
+	if g.down {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	}
+	if r.Method != http.MethodGet || r.URL.Path != "/releases" {
+		http.NotFound(w, r)
+		return
+	}
+	apps := []map[string]any{}
+	for key, wu := range g.warmups {
+		ns, app, _ := strings.Cut(key, "/")
+		var failed any
+		if wu.Failed != nil {
+			failed = map[string]any{"request": wu.Failed.Request, "status": wu.Failed.Status}
+		}
+		apps = append(apps, map[string]any{
+			"namespace": ns, "application": app, "members": []any{}, "migration": nil, "unreadable": nil,
+			"record": map[string]any{"serving": wu.Revision, "pinned": nil, "since": nil,
+				"warmup": map[string]any{"revision": wu.Revision, "warmed": wu.Warmed, "failed": failed}},
+		})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"readAt": time.Now().UTC().Format(time.RFC3339), "truncated": false, "applications": apps})
+}
+
+// world is a cluster, a fake GitHub and a stand-in gate, with a Reporter
+// reading them under its own grant.
+type world struct {
+	t             testing.TB
+	ctx           context.Context
+	cp            *testenv.ControlPlane
+	cfg           *rest.Config
+	fluxNS, appNS string
+	fake          *fakegithub.Server
+	gate          *standInGate
+	logs          *syncBuffer
+}
+
+func newWorld(t testing.TB) *world {
+	t.Helper()
+	cp := testenv.Shared(t)
+	return &world{
+		t: t, ctx: context.Background(), cp: cp, cfg: grant(t, cp),
+		fluxNS: cp.Namespace(t), appNS: cp.Namespace(t),
+		fake: fakegithub.New(t), gate: newStandInGate(t), logs: &syncBuffer{},
+	}
+}
+
+// reporter is a freshly started Reporter: no conditional-request cache, no memory.
+func (w *world) reporter() *Reporter {
+	w.t.Helper()
+	gh, err := githubapp.New(githubapp.Config{AppID: w.fake.AppID, InstallationID: w.fake.InstallationID,
+		PrivateKey: w.fake.PrivateKeyPEM, APIURL: w.fake.URL()})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	kube, err := NewKube(w.cfg)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return &Reporter{Namespace: w.fluxNS, Cluster: kube, Deployments: NewGitHub(gh),
+		Gate: NewGateClient(w.gate.srv.URL), Logger: slog.New(slog.NewJSONHandler(w.logs, nil))}
+}
+
+func (w *world) pass(r *Reporter) {
+	w.t.Helper()
+	if err := r.Pass(w.ctx); err != nil {
+		w.t.Fatalf("pass: %v\nlogs:\n%s", err, w.logs)
+	}
+}
+
+func (w *world) apply(format string, args ...any) {
+	w.t.Helper()
+	if _, err := w.cp.Apply(w.ctx, fmt.Appendf(nil, format, args...)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// unit is a Project's Kustomization and the OCIRepository it applies.
+type unit struct {
+	project, repo, version, url string
+	pin                         string
+	applied, attempted          string
+	ready, reason, message      string
+	canaries                    []string
+	noAnnotations               bool
+}
+
+func (w *world) applyUnit(u unit) {
+	w.t.Helper()
+	w.apply("%s", w.unitYAML(u))
+}
+
+func (w *world) unitYAML(u unit) string {
+	annotations := "{}"
+	if !u.noAnnotations {
+		annotations = fmt.Sprintf("{%s: %s, %s: %q", AnnotationRepository, u.repo, AnnotationVersion, u.version)
+		if u.url != "" {
+			annotations += fmt.Sprintf(", %s: %q", AnnotationURL, u.url)
+		}
+		annotations += "}"
+	}
+	if u.ready == "" {
+		u.ready, u.reason = "True", "ReconciliationSucceeded"
+	}
+	var entries []string
+	for _, c := range u.canaries {
+		entries = append(entries, fmt.Sprintf("{id: %s_%s_flagger.app_Canary, v: v1beta1}", w.appNS, c))
+		entries = append(entries, fmt.Sprintf("{id: %s_%s_apps_Deployment, v: v1}", w.appNS, c))
+	}
+	return fmt.Sprintf(`---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: project-%[1]s, namespace: %[2]s}
+spec:
+  interval: 10m
+  url: oci://registry.example/estate/%[1]s
+  ref: {digest: "%[3]s"}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: project-%[1]s
+  namespace: %[2]s
+  annotations: %[4]s
+spec:
+  interval: 10m
+  prune: true
+  wait: true
+  path: ./
+  sourceRef: {kind: OCIRepository, name: project-%[1]s}
+status:
+  lastAppliedRevision: "%[5]s"
+  lastAttemptedRevision: "%[6]s"
+  conditions:
+    - {type: Ready, status: "%[7]s", reason: %[8]s, message: %[9]q, lastTransitionTime: "2026-11-30T10:00:00Z"}
+  inventory: {entries: [%[10]s]}
+`,
+		u.project, w.fluxNS, u.pin, annotations, u.applied, u.attempted, u.ready, u.reason, u.message, strings.Join(entries, ", "))
+}
+
+// canary is a member's Canary and its two Deployments.
+type canary struct {
+	name, app, rev, phase string
+	iterations            int
+	settled               bool
+	changedAt             time.Time
+	message               string
+}
+
+func (w *world) applyCanary(c canary) {
+	w.t.Helper()
+	w.apply("%s", w.canaryYAML(c))
+}
+
+func (w *world) canaryYAML(c canary) string {
+	promoted, primary := "spec-new", "img:new"
+	if !c.settled {
+		promoted, primary = "spec-old", "img:old"
+	}
+	if c.changedAt.IsZero() {
+		c.changedAt = time.Now()
+	}
+	out := fmt.Sprintf(`---
+apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  provider: kubernetes
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: %[1]s}
+  service: {port: 8080, targetPort: http, portName: http}
+  analysis:
+    interval: 30s
+    iterations: 4
+    threshold: 3
+    webhooks:
+      - {name: may-promote, type: confirm-promotion, url: "http://release-gate.delivery-system.svc.cluster.local:8080/may-promote", metadata: {application: %[3]s, process: %[1]s, revision: "%[4]s"}}
+status:
+  phase: %[5]s
+  iterations: %[6]d
+  lastAppliedSpec: spec-new
+  lastPromotedSpec: %[7]s
+  lastTransitionTime: "%[8]s"
+  conditions:
+    - {type: Promoted, status: "Unknown", reason: %[5]s, message: %[9]q, lastUpdateTime: "%[8]s", lastTransitionTime: "%[8]s"}
+`, c.name, w.appNS, c.app, c.rev, c.phase, c.iterations, promoted, c.changedAt.UTC().Format(time.RFC3339), c.message)
+	for _, d := range []struct{ name, image string }{{c.name, "img:new"}, {c.name + "-primary", primary}} {
+		out += fmt.Sprintf(`---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/instance: %[1]s}}
+  template:
+    metadata: {labels: {app.kubernetes.io/instance: %[1]s}}
+    spec:
+      containers: [{name: app, image: "%[3]s"}]
+`, d.name, w.appNS, d.image)
+	}
+	return out
+}
+
+// deployment creates the Rollout's Deployment as the workflow does, with a
+// first status carrying the run's log_url.
+func (w *world) deployment(repo, project, version string) int64 {
+	id := w.fake.AddDeployment(repo, fakegithub.NewDeployment{Ref: "v" + version, SHA: "abc123", Environment: "production",
+		ProductionEnvironment: true, Payload: json.RawMessage(fmt.Sprintf(`{"project":%q,"version":%q}`, project, version))})
+	w.fake.AddStatus(repo, id, fakegithub.Status{State: "queued", Description: "pin moved", LogURL: logURL})
+	return id
+}
+
+// latest is a Deployment's latest status; it fails the test when there is none.
+func (w *world) latest(repo string, id int64) fakegithub.Status {
+	w.t.Helper()
+	all := w.fake.Statuses(repo, id)
+	if len(all) == 0 {
+		w.t.Fatalf("Deployment %d has no status", id)
+	}
+	return all[len(all)-1]
+}
+
+func fakegithubStatus(state string) fakegithub.Status {
+	return fakegithub.Status{State: state, Description: "set by hand", LogURL: logURL}
+}

@@ -1,0 +1,111 @@
+package reporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// maxReleasesBody bounds the gate's answer: 1,000 Applications with their
+// members and records fit in a few hundred KiB.
+const maxReleasesBody = 8 << 20
+
+var revisionPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+
+// releases is the part of the Release Gate's GET /releases answer the
+// Reporter reads (the gate's releases.schema.json is the whole shape): each
+// Application's warmup record. Other keys are the gate's and are ignored.
+type releases struct {
+	Applications *[]struct {
+		Namespace   string `json:"namespace"`
+		Application string `json:"application"`
+		Record      *struct {
+			Warmup *struct {
+				Revision string `json:"revision"`
+				Warmed   bool   `json:"warmed"`
+				Failed   *struct {
+					Request string `json:"request"`
+					Status  *int   `json:"status"`
+				} `json:"failed"`
+			} `json:"warmup"`
+		} `json:"record"`
+	} `json:"applications"`
+}
+
+// DecodeReleases reads the gate's GET /releases answer into what the Reporter
+// needs: every Application's warmup, keyed "<namespace>/<application>". An
+// answer that is not that shape is an error, never a guess.
+func DecodeReleases(r io.Reader) (map[string]Warmup, error) {
+	dec := json.NewDecoder(r)
+	var doc releases
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("the gate's releases are not JSON of the expected shape: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("the gate's releases hold more than one JSON value")
+	}
+	if doc.Applications == nil {
+		return nil, errors.New("the gate's releases have no applications list")
+	}
+	out := make(map[string]Warmup, len(*doc.Applications))
+	for i, a := range *doc.Applications {
+		if a.Namespace == "" || a.Application == "" || strings.Contains(a.Namespace, "/") {
+			return nil, fmt.Errorf("the gate's releases: application %d has no namespace or name", i)
+		}
+		if a.Record == nil || a.Record.Warmup == nil {
+			continue
+		}
+		w := a.Record.Warmup
+		if !revisionPattern.MatchString(w.Revision) {
+			return nil, fmt.Errorf("the gate's releases: %s/%s: warmup revision %.80q is not sha256:<64 hex>", a.Namespace, a.Application, w.Revision)
+		}
+		warmup := Warmup{Revision: w.Revision, Warmed: w.Warmed}
+		if f := w.Failed; f != nil {
+			if f.Status == nil || *f.Status < 0 || *f.Status > 599 {
+				return nil, fmt.Errorf("the gate's releases: %s/%s: a failed warmup without a status in 0-599", a.Namespace, a.Application)
+			}
+			warmup.Failed = &WarmupFailure{Request: f.Request, Status: *f.Status}
+			warmup.Warmed = false
+		}
+		out[a.Namespace+"/"+a.Application] = warmup
+	}
+	return out, nil
+}
+
+// GateClient reads the Release Gate's GET /releases.
+type GateClient struct {
+	// URL is the gate's root, e.g. http://release-gate.delivery-system.svc.cluster.local:8080.
+	URL    string
+	Client *http.Client
+}
+
+// NewGateClient reads the gate at url with a bounded wait: a gate that does
+// not answer in time leaves every promoted release in progress.
+func NewGateClient(url string) *GateClient {
+	return &GateClient{URL: strings.TrimSuffix(url, "/"), Client: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// Releases asks the gate for its records; any error means the gate did not answer.
+func (g *GateClient) Releases(ctx context.Context) (map[string]Warmup, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/releases", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := g.Client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the Release Gate: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, fmt.Errorf("the Release Gate answered %s", resp.Status)
+	}
+	return DecodeReleases(io.LimitReader(resp.Body, maxReleasesBody))
+}

@@ -1,0 +1,155 @@
+// Package reporter keeps every release's GitHub Deployment status current as
+// the cluster moves it, stage by stage: applied by Flux, each blue-green
+// member through its analysis, promoted, warmed up by the Release Gate, or
+// where it failed. A pass reads the cluster and the gate, compares with each
+// Deployment's latest status and writes only what moved, so a pass that finds
+// nothing new costs no GitHub rate-limit units.
+package reporter
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+)
+
+// The Rollout annotations on a Project's unit (rollout-annotations.schema.json).
+const (
+	AnnotationPrefix     = "estate.jorisjonkers.dev/rollout-"
+	AnnotationRepository = AnnotationPrefix + "repository"
+	AnnotationVersion    = AnnotationPrefix + "version"
+	AnnotationURL        = AnnotationPrefix + "url"
+)
+
+// RolloutAnnotationsSchema is the JSON Schema of the Rollout annotations.
+//
+//go:embed rollout-annotations.schema.json
+var RolloutAnnotationsSchema []byte
+
+// DeploymentPayloadSchema is the JSON Schema of a Rollout Deployment's payload.
+//
+//go:embed deployment-payload.schema.json
+var DeploymentPayloadSchema []byte
+
+// compile compiles an embedded schema; it is part of the binary, so one that
+// does not compile is a programming error.
+func compile(doc []byte) *jsonschema.Schema {
+	var head struct {
+		ID string `json:"$id"`
+	}
+	if err := json.Unmarshal(doc, &head); err != nil {
+		panic(fmt.Sprintf("schema: %v", err))
+	}
+	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		panic(fmt.Sprintf("schema %s: %v", head.ID, err))
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(head.ID, parsed); err != nil {
+		panic(fmt.Sprintf("schema %s: %v", head.ID, err))
+	}
+	return c.MustCompile(head.ID)
+}
+
+var (
+	rolloutSchema = compile(RolloutAnnotationsSchema)
+	payloadSchema = compile(DeploymentPayloadSchema)
+)
+
+// Rollout is the release a unit's pin carries: where its Deployment lives,
+// the version it releases and where the release is reached.
+type Rollout struct {
+	Repository githubapp.Repository
+	Version    string
+	// URL is the rollout URL; "" when the unit names none.
+	URL string
+}
+
+// ErrNoRollout marks a unit that carries no Rollout annotation at all.
+var ErrNoRollout = errors.New("the unit carries no " + AnnotationPrefix + "* annotation")
+
+// RolloutOf reads the Rollout annotations among a unit's annotations. It
+// returns ErrNoRollout when there are none, and an error naming the first
+// fault when they do not hold to the schema.
+func RolloutOf(annotations map[string]string) (Rollout, error) {
+	doc := map[string]any{}
+	for k, v := range annotations {
+		if strings.HasPrefix(k, AnnotationPrefix) {
+			doc[k] = v
+		}
+	}
+	if len(doc) == 0 {
+		return Rollout{}, ErrNoRollout
+	}
+	if err := rolloutSchema.Validate(doc); err != nil {
+		return Rollout{}, fmt.Errorf("the Rollout annotations do not hold to the schema: %s", schemaFault(err))
+	}
+	repo, err := githubapp.ParseRepository(annotations[AnnotationRepository])
+	if err != nil {
+		return Rollout{}, fmt.Errorf("%s: %w", AnnotationRepository, err)
+	}
+	return Rollout{Repository: repo, Version: annotations[AnnotationVersion], URL: annotations[AnnotationURL]}, nil
+}
+
+// PayloadNames reports whether a Deployment's payload names project and
+// version. GitHub hands the payload back as the JSON value it was given: an
+// object, or a string that may itself hold the object.
+func PayloadNames(payload []byte, project, version string) bool {
+	p, ok := decodePayload(payload)
+	return ok && p.Project == project && p.Version == version
+}
+
+type payloadFields struct {
+	Project string `json:"project"`
+	Version string `json:"version"`
+}
+
+func decodePayload(raw []byte) (payloadFields, bool) {
+	raw = bytes.TrimSpace(raw)
+	var s string
+	if len(raw) > 0 && raw[0] == '"' {
+		if json.Unmarshal(raw, &s) != nil {
+			return payloadFields{}, false
+		}
+		raw = []byte(s)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil || payloadSchema.Validate(doc) != nil {
+		return payloadFields{}, false
+	}
+	var p payloadFields
+	if json.Unmarshal(raw, &p) != nil {
+		return payloadFields{}, false
+	}
+	return p, true
+}
+
+// schemaFault is a validation error in one line: its deepest causes.
+func schemaFault(err error) string {
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return err.Error()
+	}
+	english := message.NewPrinter(language.English)
+	var causes []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			causes = append(causes, "/"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(english))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(verr)
+	return strings.Join(causes, "; ")
+}
