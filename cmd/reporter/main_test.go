@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,23 +57,6 @@ func kubeconfigAsReporter(t *testing.T, cp *testenv.ControlPlane) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func freeAddr(t *testing.T) string {
@@ -137,7 +118,7 @@ status:
 		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": fluxNS, "INTERVAL": "1h", "ADDR": addr,
 		"GATE_URL": gate.URL, "KUBECONFIG": kubeconfigAsReporter(t, cp),
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, envOf(env), os.ReadFile, time.Now, logs) }()
 	eventually := func(what string, ok func() bool) {
@@ -224,7 +205,7 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 			env[k] = v
 		}
 		env[change[0]] = change[1]
-		logs := &syncBuffer{}
+		logs := &testenv.LogBuffer{}
 		if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 {
 			t.Errorf("%s: exit %d", name, code)
 		}
@@ -264,7 +245,7 @@ func TestNoClusterStopsAtStart(t *testing.T) {
 	fake := fakegithub.New(t)
 	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
@@ -280,7 +261,7 @@ func TestAnAddressInUseStopsIt(t *testing.T) {
 	defer ln.Close()
 	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": cp.Namespace(t), "ADDR": ln.Addr().String(), "KUBECONFIG": kubeconfigAsReporter(t, cp)}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "server stopped") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}

@@ -1,7 +1,6 @@
 package reporter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -42,24 +41,6 @@ func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
 		t.Fatalf("apply the Reporter's RBAC: %v", err)
 	}
 	return cp.As(reporterNS, reporterSA)
-}
-
-// syncBuffer collects log lines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // standInGate serves GET /releases in the gate's published shape from the
@@ -133,7 +114,7 @@ type world struct {
 	fluxNS, appNS string
 	fake          *fakegithub.Server
 	gate          *standInGate
-	logs          *syncBuffer
+	logs          *testenv.LogBuffer
 }
 
 func newWorld(t testing.TB) *world {
@@ -142,7 +123,7 @@ func newWorld(t testing.TB) *world {
 	return &world{
 		t: t, ctx: context.Background(), cp: cp, cfg: grant(t, cp),
 		fluxNS: cp.Namespace(t), appNS: cp.Namespace(t),
-		fake: fakegithub.New(t), gate: newStandInGate(t), logs: &syncBuffer{},
+		fake: fakegithub.New(t), gate: newStandInGate(t), logs: &testenv.LogBuffer{},
 	}
 }
 
