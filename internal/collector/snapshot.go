@@ -3,15 +3,12 @@ package collector
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // The document's fixed identity and the schema version this Collector writes.
@@ -31,21 +28,7 @@ const (
 var schemaJSON []byte
 
 // snapshotSchema is deploy-kit's ClusterState schema, compiled once.
-var snapshotSchema = mustCompile(schemaJSON)
-
-func mustCompile(doc []byte) *jsonschema.Schema {
-	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		panic(fmt.Sprintf("the embedded ClusterState schema is not JSON: %v", err))
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	const name = "cluster-state-snapshot.schema.json"
-	if err := c.AddResource(name, parsed); err != nil {
-		panic(fmt.Sprintf("the embedded ClusterState schema: %v", err))
-	}
-	return c.MustCompile(name)
-}
+var snapshotSchema = jsondoc.MustCompile(schemaJSON, jsondoc.AssertFormats())
 
 // Snapshot is the cluster-state.yml document.
 type Snapshot struct {
@@ -83,35 +66,13 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return "not a valid ClusterState snapshot: " + e.Reason }
 
-// Validate holds a decoded JSON document (as jsonschema.UnmarshalJSON gives
+// Validate holds a decoded JSON document (as jsondoc.Parse gives
 // it) to the ClusterState schema.
 func Validate(doc any) error {
 	if err := snapshotSchema.Validate(doc); err != nil {
-		var verr *jsonschema.ValidationError
-		if errors.As(err, &verr) {
-			return &RefusedError{Reason: oneLine(verr)}
-		}
 		return &RefusedError{Reason: err.Error()}
 	}
 	return nil
-}
-
-// oneLine is the validation error's innermost causes, joined on one line for a log.
-func oneLine(err *jsonschema.ValidationError) string {
-	english := message.NewPrinter(language.English)
-	var causes []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			causes = append(causes, "at /"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(english))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(err)
-	return strings.Join(causes, "; ")
 }
 
 // Decode reads a cluster-state.yml. An older snapshot's backups list is
@@ -130,7 +91,7 @@ func Decode(data []byte) (Snapshot, error) {
 	}
 	var s Snapshot
 	if err := root.Decode(&s); err != nil {
-		return Snapshot{}, &RefusedError{Reason: oneLineYAML(err)}
+		return Snapshot{}, &RefusedError{Reason: jsondoc.OneLine(err)}
 	}
 	if major, _, _ := strings.Cut(s.SchemaVersion, "."); major != schemaMajor {
 		return Snapshot{}, &RefusedError{Reason: fmt.Sprintf("schemaVersion %s is not %s.x, which this Collector writes", s.SchemaVersion, schemaMajor)}
@@ -145,7 +106,7 @@ func Decode(data []byte) (Snapshot, error) {
 func decodeYAML(data []byte) (*yaml.Node, any, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, nil, fmt.Errorf("not YAML: %s", oneLineYAML(err))
+		return nil, nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
 	}
 	if len(root.Content) == 0 {
 		return &root, nil, nil
@@ -153,7 +114,7 @@ func decodeYAML(data []byte) (*yaml.Node, any, error) {
 	timestampsAsText(&root)
 	var doc any
 	if err := root.Decode(&doc); err != nil {
-		return nil, nil, fmt.Errorf("not YAML: %s", oneLineYAML(err))
+		return nil, nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
 	}
 	return &root, doc, nil
 }
@@ -166,10 +127,6 @@ func timestampsAsText(n *yaml.Node) {
 		timestampsAsText(c)
 	}
 }
-
-// oneLineYAML keeps the YAML library's reason, which spans lines, on one line
-// for a log.
-func oneLineYAML(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // header opens every file the Collector writes.
 const header = "# The cluster's volume bindings and process placements, captured by the\n" +

@@ -6,20 +6,14 @@
 package garagecatalog
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"strconv"
-	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 )
 
 // SchemaJSON is the catalog's JSON Schema (draft 2020-12), the format's
@@ -27,8 +21,6 @@ import (
 //
 //go:embed catalog.schema.json
 var SchemaJSON []byte
-
-const schemaURL = "garage-catalog.schema.json"
 
 // Defaults the catalog may leave out.
 const (
@@ -41,23 +33,7 @@ const (
 // kilobytes, so anything near this is not one.
 const maxCatalogBytes = 4 << 20
 
-var catalogSchema = mustCompileSchema()
-
-func mustCompileSchema() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
-	if err != nil {
-		panic(fmt.Sprintf("garage catalog schema: %v", err))
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		panic(fmt.Sprintf("garage catalog schema: %v", err))
-	}
-	s, err := c.Compile(schemaURL)
-	if err != nil {
-		panic(fmt.Sprintf("garage catalog schema: %v", err))
-	}
-	return s
-}
+var catalogSchema = jsondoc.MustCompile(SchemaJSON)
 
 // Catalog is a decoded, valid bucket catalog.
 type Catalog struct {
@@ -109,19 +85,9 @@ func Decode(r io.Reader) (*Catalog, error) {
 	if len(raw) > maxCatalogBytes {
 		return nil, fmt.Errorf("the catalog is larger than %d bytes", maxCatalogBytes)
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("the catalog is not JSON: %w", err)
-	}
-	if err := catalogSchema.Validate(inst); err != nil {
-		return nil, fmt.Errorf("the catalog does not follow its schema: %s", schemaError(err))
-	}
-
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var c Catalog
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("decode the catalog: %w", err)
+	if err := catalogSchema.DecodeStrict(raw, &c); err != nil {
+		return nil, fmt.Errorf("the catalog: %w", err)
 	}
 
 	seen := make(map[string]bool, len(c.Keys))
@@ -141,27 +107,4 @@ func Decode(r io.Reader) (*Catalog, error) {
 		c.AdminToken.Field = DefaultTokenField
 	}
 	return &c, nil
-}
-
-// schemaError flattens a validation error to one line: the deepest causes,
-// each with where in the catalog it is.
-func schemaError(err error) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err.Error()
-	}
-	printer := message.NewPrinter(language.English)
-	var parts []string
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			parts = append(parts, "/"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(printer))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	return strings.Join(parts, "; ")
 }

@@ -150,7 +150,7 @@ func TestWebhooks(t *testing.T) {
 			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "auth-release-gate: not found"},
 		{name: "inputs not parsing",
 			prepare: func(a *app) { a.inputs = `{"members":"auth-api"}` },
-			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "inputs do not match the schema"},
+			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "inputs: refused by its schema"},
 		{name: "inputs of another Application",
 			prepare: func(a *app) { a.inputsApp = "billing" },
 			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "is not labelled app.kubernetes.io/part-of=auth"},

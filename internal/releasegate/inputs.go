@@ -1,16 +1,10 @@
 package releasegate
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 )
 
 // InputsKey is the key of the inputs ConfigMap that holds the inputs.
@@ -23,22 +17,8 @@ func InputsConfigMap(application string) string { return application + "-release
 //go:embed inputs.schema.json
 var inputsSchemaJSON []byte
 
-// inputsSchemaURL is the schema's own $id; the compiler needs a name for it.
-const inputsSchemaURL = "https://github.com/JorisJonkers-dev/delivery/internal/releasegate/inputs.schema.json"
-
-// inputsSchema is compiled once at start; the schema is part of the binary, so
-// a schema that does not compile is a programming error.
-var inputsSchema = func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(inputsSchemaJSON))
-	if err != nil {
-		panic(fmt.Sprintf("inputs schema: %v", err))
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(inputsSchemaURL, doc); err != nil {
-		panic(fmt.Sprintf("inputs schema: %v", err))
-	}
-	return c.MustCompile(inputsSchemaURL)
-}()
+// inputsSchema is compiled once at start from the schema the binary embeds.
+var inputsSchema = jsondoc.MustCompile(inputsSchemaJSON)
 
 // Inputs are a gated Application's release-gate inputs: what the render says
 // about its members, its analysis and its migration.
@@ -100,20 +80,9 @@ func (in *Inputs) Member(process string) (Member, bool) {
 // every field must be one the gate knows, and each member appears once. A
 // document that reads any other way is one the gate cannot answer from.
 func DecodeInputs(raw []byte) (*Inputs, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("inputs are not JSON: %w", err)
-	}
-	if err := inputsSchema.Validate(doc); err != nil {
-		return nil, fmt.Errorf("inputs do not match the schema: %s", oneLine(err))
-	}
-	// The schema has already refused unknown fields; the strict decode keeps
-	// the Go type and the schema from drifting apart unnoticed.
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var in Inputs
-	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf("inputs do not decode: %w", err)
+	if err := inputsSchema.DecodeStrict(raw, &in); err != nil {
+		return nil, fmt.Errorf("inputs: %w", err)
 	}
 	seen := make(map[string]bool, len(in.Members))
 	for _, m := range in.Members {
@@ -123,27 +92,4 @@ func DecodeInputs(raw []byte) (*Inputs, error) {
 		seen[m.Process] = true
 	}
 	return &in, nil
-}
-
-// oneLine folds a validation error's tree onto one line, because every cause
-// is logged as one JSON line.
-func oneLine(err error) string {
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		printer := message.NewPrinter(language.English)
-		var causes []string
-		var walk func(*jsonschema.ValidationError)
-		walk = func(e *jsonschema.ValidationError) {
-			if len(e.Causes) == 0 {
-				causes = append(causes, "/"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(printer))
-				return
-			}
-			for _, c := range e.Causes {
-				walk(c)
-			}
-		}
-		walk(ve)
-		return strings.Join(causes, "; ")
-	}
-	return strings.Join(strings.Fields(err.Error()), " ")
 }

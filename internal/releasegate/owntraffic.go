@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
 )
 
@@ -44,7 +45,7 @@ func CanaryPaths(c Canary) ([]string, error) {
 	}
 	var paths []string
 	if err := json.Unmarshal([]byte(raw), &paths); err != nil {
-		return nil, fmt.Errorf("Canary %s: metadata %s is not a JSON array of paths: %s", c.Name, MetadataPaths, oneLine(err))
+		return nil, fmt.Errorf("Canary %s: metadata %s is not a JSON array of paths: %s", c.Name, MetadataPaths, jsondoc.OneLine(err))
 	}
 	if len(paths) > probe.MaxPaths {
 		return nil, fmt.Errorf("Canary %s hands %d paths, more than %d", c.Name, len(paths), probe.MaxPaths)

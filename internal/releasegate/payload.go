@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 )
 
 // Question is what one webhook call asks: which member of which Application,
@@ -64,7 +66,7 @@ func DecodeQuestion(r io.Reader) (Question, error) {
 	dec := json.NewDecoder(r)
 	var p payload
 	if err := dec.Decode(&p); err != nil {
-		return Question{}, fmt.Errorf("%w: the body is not a JSON object: %s", ErrNoQuestion, oneLine(err))
+		return Question{}, fmt.Errorf("%w: the body is not a JSON object: %s", ErrNoQuestion, jsondoc.OneLine(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Question{}, fmt.Errorf("%w: the body holds more than one JSON value", ErrNoQuestion)

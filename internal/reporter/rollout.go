@@ -14,11 +14,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 )
 
 // The Rollout annotations on a Project's unit (rollout-annotations.schema.json).
@@ -39,29 +36,9 @@ var RolloutAnnotationsSchema []byte
 //go:embed deployment-payload.schema.json
 var DeploymentPayloadSchema []byte
 
-// compile compiles an embedded schema; it is part of the binary, so one that
-// does not compile is a programming error.
-func compile(doc []byte) *jsonschema.Schema {
-	var head struct {
-		ID string `json:"$id"`
-	}
-	if err := json.Unmarshal(doc, &head); err != nil {
-		panic(fmt.Sprintf("schema: %v", err))
-	}
-	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		panic(fmt.Sprintf("schema %s: %v", head.ID, err))
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(head.ID, parsed); err != nil {
-		panic(fmt.Sprintf("schema %s: %v", head.ID, err))
-	}
-	return c.MustCompile(head.ID)
-}
-
 var (
-	rolloutSchema = compile(RolloutAnnotationsSchema)
-	payloadSchema = compile(DeploymentPayloadSchema)
+	rolloutSchema = jsondoc.MustCompile(RolloutAnnotationsSchema)
+	payloadSchema = jsondoc.MustCompile(DeploymentPayloadSchema)
 )
 
 // Rollout is the release a unit's pin carries: where its Deployment lives,
@@ -90,7 +67,7 @@ func RolloutOf(annotations map[string]string) (Rollout, error) {
 		return Rollout{}, ErrNoRollout
 	}
 	if err := rolloutSchema.Validate(doc); err != nil {
-		return Rollout{}, fmt.Errorf("the Rollout annotations do not hold to the schema: %s", schemaFault(err))
+		return Rollout{}, fmt.Errorf("the Rollout annotations do not hold to the schema: %w", err)
 	}
 	repo, err := githubapp.ParseRepository(annotations[AnnotationRepository])
 	if err != nil {
@@ -121,7 +98,7 @@ func decodePayload(raw []byte) (payloadFields, bool) {
 		}
 		raw = []byte(s)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	doc, err := jsondoc.Parse(raw)
 	if err != nil || payloadSchema.Validate(doc) != nil {
 		return payloadFields{}, false
 	}
@@ -130,26 +107,4 @@ func decodePayload(raw []byte) (payloadFields, bool) {
 		return payloadFields{}, false
 	}
 	return p, true
-}
-
-// schemaFault is a validation error in one line: its deepest causes.
-func schemaFault(err error) string {
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return err.Error()
-	}
-	english := message.NewPrinter(language.English)
-	var causes []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			causes = append(causes, "/"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(english))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(verr)
-	return strings.Join(causes, "; ")
 }

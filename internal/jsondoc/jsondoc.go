@@ -1,0 +1,125 @@
+// Package jsondoc holds documents from outside the process to the JSON Schema
+// the project publishes for them, and decodes them strictly: a document that
+// passes is one the Go types read whole, and a refusal is one line naming
+// where the document is wrong.
+package jsondoc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Schema is a compiled JSON Schema.
+type Schema struct {
+	compiled *jsonschema.Schema
+}
+
+// Option changes how a schema is compiled.
+type Option func(*jsonschema.Compiler)
+
+// AssertFormats makes "format" (date-time, …) a check rather than a note.
+func AssertFormats() Option { return func(c *jsonschema.Compiler) { c.AssertFormat() } }
+
+// MustCompile compiles a schema the binary embeds, named by its $id. The
+// schema is part of the program, so one that does not compile is a
+// programming error and panics at start.
+func MustCompile(doc []byte, opts ...Option) *Schema {
+	var head struct {
+		ID string `json:"$id"`
+	}
+	if err := json.Unmarshal(doc, &head); err != nil {
+		panic(fmt.Sprintf("embedded schema is not JSON: %v", err))
+	}
+	if head.ID == "" {
+		head.ID = "schema.json"
+	}
+	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		panic(fmt.Sprintf("embedded schema %s: %v", head.ID, err))
+	}
+	c := jsonschema.NewCompiler()
+	for _, opt := range opts {
+		opt(c)
+	}
+	if err := c.AddResource(head.ID, parsed); err != nil {
+		panic(fmt.Sprintf("embedded schema %s: %v", head.ID, err))
+	}
+	return &Schema{compiled: c.MustCompile(head.ID)}
+}
+
+// Validate holds a parsed document (as Parse gives it) to the schema.
+func (s *Schema) Validate(doc any) error {
+	if err := s.compiled.Validate(doc); err != nil {
+		return errors.New(OneLine(err))
+	}
+	return nil
+}
+
+// Parse reads JSON as the validator wants it: numbers kept exact.
+func Parse(raw []byte) (any, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, errors.New(OneLine(err))
+	}
+	return doc, nil
+}
+
+// ErrNotJSON marks a document that does not parse at all.
+var ErrNotJSON = errors.New("not JSON")
+
+// ErrSchema marks a document the schema refuses.
+var ErrSchema = errors.New("refused by its schema")
+
+// DecodeStrict parses raw, holds it to the schema, then decodes it into out
+// refusing unknown fields and trailing data, so the Go type and the schema
+// cannot drift apart unnoticed.
+func (s *Schema) DecodeStrict(raw []byte, out any) error {
+	doc, err := Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrNotJSON, err)
+	}
+	if err := s.Validate(doc); err != nil {
+		return fmt.Errorf("%w: %s", ErrSchema, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("does not decode: %s", OneLine(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("does not decode: data after the document")
+	}
+	return nil
+}
+
+// OneLine folds an error onto one line; a validation error becomes its
+// deepest causes, each with where in the document it is, because every cause
+// is logged or answered as one line.
+func OneLine(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return strings.Join(strings.Fields(err.Error()), " ")
+	}
+	english := message.NewPrinter(language.English)
+	var causes []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			causes = append(causes, "/"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(english))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return strings.Join(causes, "; ")
+}
