@@ -93,7 +93,10 @@ func TestTendRecordsWhatServes(t *testing.T) {
 		{"every member settled, every primary runs its Deployment, the migration complete: rev serves",
 			scene(promoted, migrated), rev, "", true, true},
 		{"a primary that does not run what its Deployment holds: not yet",
-			scene(migrated, func(v *ApplicationView) { promoted(v); v.Members[0].Primary = deployment("auth-api-primary", container("api:1")) }),
+			scene(migrated, func(v *ApplicationView) {
+				promoted(v)
+				v.Members[0].Primary = deployment("auth-api-primary", container("api:1"))
+			}),
 			prevRev, rev, false, false},
 		{"a member Flagger has not settled: not yet",
 			scene(migrated), prevRev, rev, false, false},
@@ -259,7 +262,10 @@ func TestTendUndoesOnlyUnderEveryCondition(t *testing.T) {
 	}{
 		{"held, migrated, no new copy left, primaries on the proven revision, transactional: undone", heldAfterMigration(), true, "", false},
 		{"the migration failed and everything else holds: undone",
-			heldAfterMigration(func(v *ApplicationView) { v.Jobs[0] = mjob(upJob, false, false, true); v.Members[0].Canary.Phase = PhaseProgressing }), true, "", false},
+			heldAfterMigration(func(v *ApplicationView) {
+				v.Jobs[0] = mjob(upJob, false, false, true)
+				v.Members[0].Canary.Phase = PhaseProgressing
+			}), true, "", false},
 		{"the new copies not counted yet: the round reads them",
 			heldAfterMigration(func(v *ApplicationView) { v.NewCopyPods = nil }), false, "", true},
 		{"a new copy still has a pod", heldAfterMigration(func(v *ApplicationView) { v.NewCopyPods["auth-api"] = 1 }), false, UndoNewCopyRunning, false},
@@ -315,7 +321,9 @@ func TestTendUnanswerable(t *testing.T) {
 		{"a Canary of another Application", "belongs to Application billing",
 			scene(func(v *ApplicationView) { v.Members[1].Canary.Webhooks = hooks("billing", rev) })},
 		{"a Canary carrying two releases", "two releases",
-			scene(func(v *ApplicationView) { v.Members[1].Canary.Webhooks = append(hooks("auth", rev), hooks("auth", otherRev)...) })},
+			scene(func(v *ApplicationView) {
+				v.Members[1].Canary.Webhooks = append(hooks("auth", rev), hooks("auth", otherRev)...)
+			})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
