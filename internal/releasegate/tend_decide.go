@@ -95,10 +95,10 @@ type NotUndone struct {
 	Condition string
 }
 
-// WarmTarget is one member's public hostnames and paths.
+// WarmTarget is one public hostname and the paths requested through it.
 type WarmTarget struct {
-	Process      string
-	Hosts, Paths []string
+	Host  string
+	Paths []string
 }
 
 // Warm asks for the serving revision to be warmed up through targets.
@@ -259,24 +259,36 @@ func startOf(j MigrationJob) *JobStart {
 }
 
 // WarmTargets reads each member's public hostnames and paths from its
-// Canary's webhook metadata: the union over the gate's webhooks, in order.
+// Canary's webhook metadata (the union over its webhooks) and gathers them
+// by host: each host with every path of every member its Canary hands it,
+// in the order first met, so a path two members share is requested once.
 func WarmTargets(members []MemberView) ([]WarmTarget, error) {
 	var out []WarmTarget
+	index := map[string]int{}
 	for _, m := range members {
-		t := WarmTarget{Process: m.Process}
+		var hosts, paths []string
 		for _, md := range m.Canary.Webhooks {
-			hosts, err := metadataList(md, MetadataHosts)
+			h, err := metadataList(md, MetadataHosts)
 			if err != nil {
 				return nil, fmt.Errorf("Canary %s: %w", m.Process, err)
 			}
-			paths, err := metadataList(md, MetadataPaths)
+			p, err := metadataList(md, MetadataPaths)
 			if err != nil {
 				return nil, fmt.Errorf("Canary %s: %w", m.Process, err)
 			}
-			t.Hosts, t.Paths = union(t.Hosts, hosts), union(t.Paths, paths)
+			hosts, paths = union(hosts, h), union(paths, p)
 		}
-		if len(t.Hosts) > 0 && len(t.Paths) > 0 {
-			out = append(out, t)
+		if len(paths) == 0 {
+			continue
+		}
+		for _, h := range hosts {
+			i, ok := index[h]
+			if !ok {
+				i = len(out)
+				index[h] = i
+				out = append(out, WarmTarget{Host: h})
+			}
+			out[i].Paths = union(out[i].Paths, paths)
 		}
 	}
 	return out, nil

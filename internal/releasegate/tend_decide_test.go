@@ -380,13 +380,14 @@ func TestWarmTargets(t *testing.T) {
 			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com","id.example.com"]`, MetadataPaths: `["/api","/health"]`},
 			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com"]`, MetadataPaths: `["/api","/login"]`}),
 		withMeta("worker", map[string]string{"application": "auth"}),
-		withMeta("auth-ui", map[string]string{MetadataHosts: `["auth.example.com"]`}),
+		withMeta("auth-ui", map[string]string{MetadataHosts: `["auth.example.com"]`, MetadataPaths: `["/","/api"]`}),
+		withMeta("auth-admin", map[string]string{MetadataHosts: `["admin.example.com"]`}),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Process != "auth-api" || strings.Join(got[0].Hosts, " ") != "auth.example.com id.example.com" ||
-		strings.Join(got[0].Paths, " ") != "/api /health /login" {
+	if len(got) != 2 || got[0].Host != "auth.example.com" || strings.Join(got[0].Paths, " ") != "/api /health /login /" ||
+		got[1].Host != "id.example.com" || strings.Join(got[1].Paths, " ") != "/api /health /login" {
 		t.Fatalf("targets %+v", got)
 	}
 	for _, bad := range []string{`/api`, `["/a",1]`, `{"a":1}`} {
