@@ -23,6 +23,14 @@ const RoundInterval = 15 * time.Second
 // GATE_NAMESPACE says otherwise.
 const DefaultGateNamespace = "delivery-system"
 
+// CheckGateNamespace checks GATE_NAMESPACE names a namespace.
+func CheckGateNamespace(namespace string) error {
+	if !dnsLabel.MatchString(namespace) {
+		return fmt.Errorf("GATE_NAMESPACE %q is not a namespace name", clip(namespace))
+	}
+	return nil
+}
+
 // warmupsAtOnce bounds the warmups one round runs side by side.
 const warmupsAtOnce = 4
 
