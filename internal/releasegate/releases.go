@@ -153,7 +153,7 @@ func (t *Tender) releases(ctx context.Context) ([]byte, error) {
 	// behind it are answered.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AnswerTimeout)
 	defer cancel()
-	s, err := read(ctx, t.cluster, t.namespace, false, false)
+	s, err := read(ctx, t.cluster, t.namespace, false)
 	if err != nil {
 		return nil, err
 	}

@@ -155,17 +155,12 @@ type snapshot struct {
 	jobs        map[[2]string][]MigrationJob
 }
 
-// read lists everything a round needs, the lists side by side.
-func read(ctx context.Context, c TendCluster, namespace string, withDeployments, withJobs bool) (*snapshot, error) {
+// read lists what every round needs, the lists side by side; Deployments
+// are listed later, only when needed.
+func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (*snapshot, error) {
 	inputs := async(func() ([]InputsObject, error) { return c.GatedInputs(ctx) })
 	records := async(func() ([]StoredRecord, error) { return c.Records(ctx, namespace) })
 	canaries := async(func() ([]CanaryState, error) { return c.Canaries(ctx) })
-	deployments := async(func() ([]NamespacedDeployment, error) {
-		if !withDeployments {
-			return nil, nil
-		}
-		return c.Deployments(ctx)
-	})
 	jobs := async(func() ([]MigrationJob, error) {
 		if !withJobs {
 			return nil, nil
@@ -193,13 +188,6 @@ func read(ctx context.Context, c TendCluster, namespace string, withDeployments,
 	}
 	for _, c := range cs {
 		s.canaries[[2]string{c.Namespace, c.Name}] = c
-	}
-	ds, err := deployments.get()
-	if err != nil {
-		return nil, fmt.Errorf("list the Deployments: %w", err)
-	}
-	for _, d := range ds {
-		s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
 	}
 	js, err := jobs.get()
 	if err != nil {
@@ -249,18 +237,38 @@ func (s *snapshot) view(namespace string, o InputsObject, now time.Time) Applica
 
 // Round tends every gated Application once. An Application the round cannot
 // finish is reported unanswerable and the round goes on; only a list that
-// fails fails the round.
+// fails fails the round. Deployments are listed only when an Application
+// needs them: one whose revision may have come to serve, or whose undo
+// looks for its new copies.
 func (t *Tender) Round(ctx context.Context) error {
-	s, err := read(ctx, t.cluster, t.namespace, true, true)
+	s, err := read(ctx, t.cluster, t.namespace, true)
 	if err != nil {
 		return err
 	}
 	now := t.now()
 	plans := make([]Plan, len(s.inputs))
 	views := make([]ApplicationView, len(s.inputs))
+	needDeployments := false
 	for i, o := range s.inputs {
 		views[i] = s.view(t.namespace, o, now)
+		views[i].DeploymentsUnread = true
 		plans[i] = Tend(views[i])
+		needDeployments = needDeployments || plans[i].ReadDeployments
+	}
+	if needDeployments {
+		ds, err := t.cluster.Deployments(ctx)
+		if err != nil {
+			return fmt.Errorf("list the Deployments: %w", err)
+		}
+		for _, d := range ds {
+			s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
+		}
+		for i, o := range s.inputs {
+			if plans[i].ReadDeployments {
+				views[i] = s.view(t.namespace, o, now)
+				plans[i] = Tend(views[i])
+			}
+		}
 	}
 	t.warmAll(ctx, plans)
 	out := make([]Tended, len(s.inputs))

@@ -67,6 +67,9 @@ type ApplicationView struct {
 	Members []MemberView
 	// Jobs are the Application's Jobs the render wrote.
 	Jobs []MigrationJob
+	// DeploymentsUnread says the members' Deployments were not read: a round
+	// reads them only for an Application that needs them.
+	DeploymentsUnread bool
 	// NewCopyPods counts the pods of each member's new copy; nil when not
 	// read. The round reads them only for an undo that needs them.
 	NewCopyPods map[string]int
@@ -121,8 +124,10 @@ type Plan struct {
 	Undo          *JobStart
 	Held          *Held
 	NotUndone     *NotUndone
-	// ReadNewCopies asks the round to count the new copies' pods and decide again.
-	ReadNewCopies bool
+	// ReadDeployments asks the round to read the members' Deployments and
+	// decide again; ReadNewCopies to count the new copies' pods.
+	ReadDeployments bool
+	ReadNewCopies   bool
 	// Unanswerable is why the round could not decide for the Application;
 	// whatever else the plan holds was decided before it.
 	Unanswerable string
@@ -169,6 +174,18 @@ func Serves(v ApplicationView, revision string) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// canariesSettled reports whether Flagger records every member as settled,
+// the part of Unchanged its Canary alone answers.
+func canariesSettled(members []MemberView) bool {
+	for _, m := range members {
+		c := m.Canary
+		if (c.Phase != PhaseInitialized && c.Phase != PhaseSucceeded) || c.LastAppliedSpec != c.LastPromotedSpec {
+			return false
+		}
+	}
+	return true
 }
 
 // primaryDigests is Flagger's digest of each member's primary.
@@ -357,7 +374,15 @@ func Tend(v ApplicationView) Plan {
 		return Plan{Unanswerable: fmt.Sprintf("migration identity %s is not the Application's own %s-migration", mig.Identity, v.Application)}
 	}
 	if ok {
-		serves, _ := Serves(v, pinned)
+		serves := false
+		if pinned != rec.Serving {
+			// What already serves needs no second look; only a revision
+			// that may have come to serve needs its primaries compared.
+			if v.DeploymentsUnread && canariesSettled(v.Members) {
+				return Plan{ReadDeployments: true}
+			}
+			serves, _ = Serves(v, pinned)
+		}
 		switch {
 		case serves:
 			next.Serving, next.Primaries, next.Pinned, next.Since = pinned, primaryDigests(v.Members), "", nil
@@ -456,6 +481,10 @@ func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag str
 	}
 	if moved, _ := PrimariesMoved(next, v.Members); moved {
 		refuse(UndoPrimariesMoved)
+		return
+	}
+	if v.DeploymentsUnread {
+		p.ReadDeployments = true
 		return
 	}
 	if v.NewCopyPods == nil {

@@ -454,3 +454,30 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestTendReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
+	unread := func(v *ApplicationView) { v.DeploymentsUnread = true }
+	cases := []struct {
+		name string
+		view ApplicationView
+		read bool
+	}{
+		{"every Canary settled on a revision that does not serve yet: read them", scene(promoted, migrated, unread), true},
+		{"a member still analysed: the Canaries alone say it does not serve", scene(migrated, unread), false},
+		{"the revision already serves: no second look",
+			scene(promoted, migrated, unread, func(v *ApplicationView) { v.Record.Serving, v.Record.Pinned, v.Record.Since = rev, "", nil }), false},
+		{"an undo that looks for the new copies",
+			scene(migrated, failedAt(t0), unread), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			if p.ReadDeployments != c.read {
+				t.Fatalf("read deployments %v, want %v (%+v)", p.ReadDeployments, c.read, p)
+			}
+			if c.read && (p.Start != nil || p.Undo != nil) {
+				t.Fatalf("a plan that still needs the Deployments acts: %+v", p)
+			}
+		})
+	}
+}
