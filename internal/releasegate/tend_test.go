@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -367,5 +368,51 @@ func checkReleases(t *testing.T, cp *testenv.ControlPlane, tender *releasegate.T
 	}
 	if b := byKey[nsB+"/auth"]; b.Record == nil || b.Record.Serving != nil || b.Record.Pinned == nil || b.Record.Since == nil {
 		t.Errorf("the held Application in /releases: %+v", b)
+	}
+}
+
+// TestReleasesReadsOncePer15s asks /releases from many callers at once and
+// across a clock that moves: one read answers everyone for 15 s, and only one
+// read runs at a time.
+func TestReleasesReadsOncePer15s(t *testing.T) {
+	cp := testenv.Shared(t)
+	cfg, counter := testenv.Counting(grant(t, cp))
+	kube, err := releasegate.NewKube(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	(&tended{ns: ns, name: "notes", members: []tendedMember{{process: "notes", phase: "Initialized", applied: "n", promoted: "n", image: "n:1", primary: "n:1"}}}).apply(t, cp)
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	h := releasegate.NewTender(kube, gateNS, nil, nil, now).ReleasesHandler()
+	ask := func() string {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/releases", nil))
+		if w.Code != http.StatusOK {
+			t.Errorf("/releases: %d %s", w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	reads := func() int { return counter.Matching("GET", "canaries") }
+	counter.Reset()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() { defer wg.Done(); ask() }()
+	}
+	wg.Wait()
+	if reads() != 1 {
+		t.Fatalf("20 callers at once made %d reads", reads())
+	}
+	advance(14 * time.Second)
+	if body := ask(); reads() != 1 || !strings.Contains(body, `"readAt":"2026-11-30T10:00:00Z"`) || !strings.Contains(body, ns) {
+		t.Fatalf("after 14 s: %d reads, %s", reads(), body)
+	}
+	advance(2 * time.Second)
+	if body := ask(); reads() != 2 || !strings.Contains(body, `"readAt":"2026-11-30T10:00:16Z"`) {
+		t.Fatalf("after 16 s: %d reads, %s", reads(), body)
 	}
 }
