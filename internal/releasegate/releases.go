@@ -161,6 +161,7 @@ func (t *Tender) releases(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.body, c.readAt = append(body, '\n'), now
+	body = append(body, '\n')
+	c.body, c.readAt = body, now
 	return c.body, nil
 }
