@@ -26,10 +26,12 @@ const (
 )
 
 // The webhook metadata keys that hand the gate a member's public hostnames
-// and its paths, each a JSON array of strings inside Flagger's string map.
+// and its Route paths, each a JSON array of strings encoded as one string
+// inside Flagger's string map. The paths are the ones the own traffic of
+// /checks requests; warmup reads the same key.
 const (
-	MetadataHosts = "hosts"
-	MetadataPaths = "paths"
+	MetadataHosts       = "hosts"
+	metadataWarmupPaths = "paths"
 )
 
 // MigrationJob is a release Job as the round sees it: enough to start it with
@@ -289,7 +291,7 @@ func WarmTargets(members []MemberView) ([]WarmTarget, error) {
 			if err != nil {
 				return nil, fmt.Errorf("Canary %s: %w", m.Process, err)
 			}
-			p, err := metadataList(md, MetadataPaths)
+			p, err := metadataList(md, metadataWarmupPaths)
 			if err != nil {
 				return nil, fmt.Errorf("Canary %s: %w", m.Process, err)
 			}

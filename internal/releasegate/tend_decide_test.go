@@ -377,10 +377,10 @@ func TestWarmTargets(t *testing.T) {
 	}
 	got, err := WarmTargets([]MemberView{
 		withMeta("auth-api",
-			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com","id.example.com"]`, MetadataPaths: `["/api","/health"]`},
-			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com"]`, MetadataPaths: `["/api","/login"]`}),
+			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com","id.example.com"]`, metadataWarmupPaths: `["/api","/health"]`},
+			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com"]`, metadataWarmupPaths: `["/api","/login"]`}),
 		withMeta("worker", map[string]string{"application": "auth"}),
-		withMeta("auth-ui", map[string]string{MetadataHosts: `["auth.example.com"]`, MetadataPaths: `["/","/api"]`}),
+		withMeta("auth-ui", map[string]string{MetadataHosts: `["auth.example.com"]`, metadataWarmupPaths: `["/","/api"]`}),
 		withMeta("auth-admin", map[string]string{MetadataHosts: `["admin.example.com"]`}),
 	})
 	if err != nil {
@@ -391,7 +391,7 @@ func TestWarmTargets(t *testing.T) {
 		t.Fatalf("targets %+v", got)
 	}
 	for _, bad := range []string{`/api`, `["/a",1]`, `{"a":1}`} {
-		if _, err := WarmTargets([]MemberView{withMeta("a", map[string]string{MetadataPaths: bad})}); err == nil {
+		if _, err := WarmTargets([]MemberView{withMeta("a", map[string]string{metadataWarmupPaths: bad})}); err == nil {
 			t.Errorf("paths %s read", bad)
 		}
 		if _, err := WarmTargets([]MemberView{withMeta("a", map[string]string{MetadataHosts: bad})}); err == nil {
