@@ -18,10 +18,13 @@ import (
 //go:embed releases.schema.json
 var ReleasesSchema []byte
 
-// Most Applications /releases lists, and how long one read answers it.
+// Most Applications /releases lists, how long one read answers it, and how
+// long that read may take: it lists every gated Application's Canaries, which
+// takes the API server a second or two at 1,000 Applications under load.
 const (
-	ReleasesMost   = 1000
-	ReleasesMaxAge = 15 * time.Second
+	ReleasesMost        = 1000
+	ReleasesMaxAge      = 15 * time.Second
+	releasesReadTimeout = 10 * time.Second
 )
 
 // Releases is the answer of GET /releases; releases.schema.json is its shape.
@@ -151,7 +154,7 @@ func (t *Tender) releases(ctx context.Context) ([]byte, error) {
 	}
 	// The read outlives a caller that gives up, so the callers waiting
 	// behind it are answered.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AnswerTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releasesReadTimeout)
 	defer cancel()
 	s, err := read(ctx, t.cluster, t.namespace, false)
 	if err != nil {
