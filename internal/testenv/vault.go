@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,19 +275,6 @@ func (cp *ControlPlane) ServiceAccountTokenFile(t testing.TB, namespace, name st
 		t.Fatalf("write the token file: %v", err)
 	}
 	return path
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	addr, ok := ln.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("find a free port: not a TCP address")
-	}
-	return addr.Port, nil
 }
 
 func randomHex(n int) string {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+var t0 = time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)
+
+func clock() time.Time { return t0 }
+
+// logLines decodes the JSON log lines a run wrote.
+func logLines(t *testing.T, out *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, raw := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if raw == "" {
+			continue
+		}
+		var line map[string]any
+		if err := json.Unmarshal([]byte(raw), &line); err != nil {
+			t.Fatalf("not a JSON log line: %q", raw)
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func TestFilesRunEndToEnd(t *testing.T) {
+	source, dir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(source, "a.txt"), []byte("alpha"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"BACKUP_RETAIN": "2", "BACKUP_SOURCE_DIR": source, "BACKUP_DIR": dir}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"files"}, env(vars), clock, &out); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "files-20261026T031500Z.tar.gz")); err != nil {
+		t.Fatal(err)
+	}
+	lines := logLines(t, &out)
+	last := lines[len(lines)-1]
+	if last["msg"] != "backup complete" || last["generation"] != "files-20261026T031500Z.tar.gz" {
+		t.Fatalf("last line %v", last)
+	}
+
+	vars["BACKUP_ROLLBACK"] = "rb-42"
+	out.Reset()
+	if code := run(context.Background(), []string{"files"}, env(vars), clock, &out); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rollback-rb-42-files-20261026T031500Z.tar.gz")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEveryBadSettingStopsTheRunWithOneLine(t *testing.T) {
+	dir := t.TempDir()
+	base := map[string]string{"BACKUP_RETAIN": "3", "BACKUP_DIR": dir, "BACKUP_SOURCE_DIR": t.TempDir(),
+		"BACKUP_HOST": "db", "PGUSER": "u", "PGPASSWORD": "p", "RABBITMQ_USERNAME": "u", "RABBITMQ_PASSWORD": "p"}
+	with := func(changes map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range changes {
+			if v == "-" {
+				delete(m, k)
+			} else {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	cases := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{"no method", nil, base, "usage"},
+		{"two methods", []string{"files", "postgres"}, base, "usage"},
+		{"unknown method", []string{"mysql"}, base, `unknown method "mysql"`},
+		{"BACKUP_RETAIN missing", []string{"files"}, with(map[string]string{"BACKUP_RETAIN": "-"}), "BACKUP_RETAIN: required"},
+		{"BACKUP_RETAIN malformed", []string{"files"}, with(map[string]string{"BACKUP_RETAIN": "fourteen"}), "BACKUP_RETAIN"},
+		{"BACKUP_RETAIN zero", []string{"files"}, with(map[string]string{"BACKUP_RETAIN": "0"}), "BACKUP_RETAIN"},
+		{"BACKUP_ROLLBACK malformed", []string{"files"}, with(map[string]string{"BACKUP_ROLLBACK": "../x"}), "BACKUP_ROLLBACK"},
+		{"claim inside the volume", []string{"files"}, with(map[string]string{"BACKUP_SOURCE_DIR": filepath.Dir(dir)}), "inside BACKUP_SOURCE_DIR"},
+		{"postgres without a host", []string{"postgres"}, with(map[string]string{"BACKUP_HOST": "-"}), "BACKUP_HOST"},
+		{"postgres with a bad port", []string{"postgres"}, with(map[string]string{"BACKUP_PORT": "x"}), "BACKUP_PORT"},
+		{"postgres without a password", []string{"postgres"}, with(map[string]string{"PGPASSWORD": "-"}), "PGPASSWORD"},
+		{"rabbitmq without a user", []string{"rabbitmq"}, with(map[string]string{"RABBITMQ_USERNAME": "-"}), "RABBITMQ_USERNAME"},
+		{"rabbitmq without a password", []string{"rabbitmq"}, with(map[string]string{"RABBITMQ_PASSWORD": "-"}), "RABBITMQ_PASSWORD"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := run(context.Background(), c.args, env(c.vars), clock, &out); code != 2 {
+				t.Fatalf("exit %d", code)
+			}
+			lines := logLines(t, &out)
+			if len(lines) != 1 || lines[0]["level"] != "ERROR" || !strings.Contains(lines[0]["error"].(string), c.want) {
+				t.Fatalf("want one error line naming %q, got %s", c.want, out.String())
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 0 {
+				t.Fatalf("a stopped run wrote %v", entries)
+			}
+		})
+	}
+}
+
+func TestAFailedRunExitsNonZeroNamingTheCause(t *testing.T) {
+	dir := t.TempDir()
+	vars := map[string]string{"BACKUP_RETAIN": "1", "BACKUP_DIR": dir, "BACKUP_HOST": "127.0.0.1", "BACKUP_PORT": "1",
+		"RABBITMQ_USERNAME": "u", "RABBITMQ_PASSWORD": "p"}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"rabbitmq"}, env(vars), clock, &out); code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := logLines(t, &out)
+	if len(lines) != 1 || lines[0]["msg"] != "backup failed" || !strings.Contains(lines[0]["error"].(string), "connection refused") {
+		t.Fatalf("got %s", out.String())
+	}
+}
+
+func TestInside(t *testing.T) {
+	for _, c := range []struct {
+		dir, source string
+		want        bool
+	}{
+		{"/backup", "/data", false},
+		{"/data/backup", "/data", true},
+		{"/data", "/data", true},
+		{"/data2", "/data", false},
+		{"/", "/data", false},
+	} {
+		if got := inside(c.dir, c.source); got != c.want {
+			t.Errorf("inside(%q, %q) = %v", c.dir, c.source, got)
+		}
+	}
+}

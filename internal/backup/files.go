@@ -1,0 +1,254 @@
+package backup
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// StagingDir is the folder on the claim where SQLite databases are copied
+// and checked before they enter the archive.
+const StagingDir = ".sqlite-staging"
+
+// sqliteHeader opens every SQLite 3 database file; it, not the file's name,
+// tells a database apart.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// companionSuffixes are the files SQLite keeps beside a database. The archive
+// holds the folded one-file copy instead, so they are never archived.
+var companionSuffixes = []string{"-wal", "-shm", "-journal"}
+
+// Files archives a directory tree as tar. Regular files are streamed, SQLite
+// databases are copied consistently first (see sqliteCopy), symlinks are
+// archived as links and never followed, and special files are skipped.
+type Files struct {
+	Source  string // the volume, read-only
+	Staging string // a folder on the claim this method owns for the run
+	Tries   int    // integrity checks per database before the run fails; 0 means 3
+	Logger  *slog.Logger
+}
+
+// Name is the method's name in generation names.
+func (Files) Name() string { return "files" }
+
+// Write streams the tar archive of Source into w.
+func (f Files) Write(ctx context.Context, w io.Writer) error {
+	logger := f.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.RemoveAll(f.Staging); err != nil {
+		return fmt.Errorf("clear %s: %w", f.Staging, err)
+	}
+	if err := os.MkdirAll(f.Staging, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", f.Staging, err)
+	}
+	defer os.RemoveAll(f.Staging)
+	// Every file of the volume is opened through an os.Root, which refuses
+	// any path that would leave it, whatever a symlink says.
+	source, err := os.OpenRoot(f.Source)
+	if err != nil {
+		return fmt.Errorf("open the volume: %w", err)
+	}
+	defer source.Close()
+	staging, err := os.OpenRoot(f.Staging)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", f.Staging, err)
+	}
+	defer staging.Close()
+
+	a := &archiver{
+		files:   f,
+		source:  source,
+		staging: staging,
+		logger:  logger,
+		tw:      tar.NewWriter(w),
+		buf:     make([]byte, 1<<20),
+	}
+	if err := fs.WalkDir(source.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("read %s: %w", filepath.Join(f.Source, rel), err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return a.add(ctx, rel, d)
+	}); err != nil {
+		return err
+	}
+	if err := a.tw.Close(); err != nil {
+		return fmt.Errorf("finish the archive: %w", err)
+	}
+	logger.Info("archived the volume", "files", a.regular, "sqlite_databases", a.databases,
+		"symlinks", a.links, "skipped", a.skipped)
+	return nil
+}
+
+type archiver struct {
+	files                                 Files
+	source, staging                       *os.Root
+	logger                                *slog.Logger
+	tw                                    *tar.Writer
+	buf                                   []byte
+	regular, databases, links, skipped, n int
+}
+
+func (a *archiver) add(ctx context.Context, rel string, d fs.DirEntry) error {
+	if rel == "." {
+		return nil
+	}
+	path := filepath.Join(a.files.Source, rel)
+	info, err := d.Info()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	switch mode := info.Mode(); {
+	case mode.IsDir():
+		hdr, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		hdr.Name = rel + "/"
+		return a.header(hdr)
+	case mode&fs.ModeSymlink != 0:
+		target, err := a.source.Readlink(rel)
+		if err != nil {
+			return fmt.Errorf("read link %s: %w", path, err)
+		}
+		hdr, err := tar.FileInfoHeader(info, target)
+		if err != nil {
+			return err
+		}
+		hdr.Name = rel
+		a.links++
+		return a.header(hdr)
+	case mode.IsRegular():
+		return a.regularFile(ctx, rel)
+	default:
+		a.skipped++
+		a.logger.Warn("skipped a special file", "path", rel, "type", mode.Type().String())
+		return nil
+	}
+}
+
+func (a *archiver) header(hdr *tar.Header) error {
+	if err := a.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("archive %s: %w", hdr.Name, err)
+	}
+	return nil
+}
+
+func (a *archiver) regularFile(ctx context.Context, rel string) error {
+	if companion(a.source, rel) {
+		return nil
+	}
+	path := filepath.Join(a.files.Source, rel)
+	// O_NOFOLLOW: a file swapped for a symlink since the walk saw it is
+	// refused rather than followed.
+	src, err := a.source.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0) //nolint:gosec // reading every file of the volume is the method's job
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer src.Close()
+	info, err := src.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		a.skipped++
+		a.logger.Warn("skipped a file that changed type while read", "path", rel)
+		return nil
+	}
+	hdr, err := tar.FileInfoHeader(info, "")
+	if err != nil {
+		return err
+	}
+	hdr.Name = rel
+
+	if isSQLite(src) {
+		a.n++
+		staged, err := a.consistentCopy(ctx, src, rel, fmt.Sprintf("%d.db", a.n))
+		if err != nil {
+			return err
+		}
+		defer removeStaged(a.staging, staged)
+		copied, err := a.staging.Open(staged)
+		if err != nil {
+			return err
+		}
+		defer copied.Close()
+		st, err := copied.Stat()
+		if err != nil {
+			return err
+		}
+		hdr.Size = st.Size()
+		a.databases++
+		return a.body(hdr, copied, rel)
+	}
+	a.regular++
+	return a.body(hdr, src, rel)
+}
+
+// body writes hdr and exactly hdr.Size bytes of r. A file that shrank while
+// read is padded with zeros and logged, as GNU tar does, so one busy file
+// does not cost the whole volume its backup; one that grew is cut at the
+// size the header promised.
+func (a *archiver) body(hdr *tar.Header, r io.Reader, rel string) error {
+	if err := a.header(hdr); err != nil {
+		return err
+	}
+	n, err := io.CopyBuffer(a.tw, io.LimitReader(r, hdr.Size), a.buf)
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", rel, err)
+	}
+	if n < hdr.Size {
+		a.logger.Warn("a file shrank while it was read; padded with zeros", "path", rel, "expected", hdr.Size, "read", n)
+		if _, err := io.CopyBuffer(a.tw, io.LimitReader(zeros{}, hdr.Size-n), a.buf); err != nil {
+			return fmt.Errorf("archive %s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+// companion reports whether path is a -wal, -shm or -journal file beside a
+// SQLite database.
+func companion(root *os.Root, rel string) bool {
+	for _, suffix := range companionSuffixes {
+		base, ok := strings.CutSuffix(rel, suffix)
+		if !ok {
+			continue
+		}
+		f, err := root.OpenFile(base, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		return isSQLite(f)
+	}
+	return false
+}
+
+func isSQLite(f *os.File) bool {
+	head := make([]byte, len(sqliteHeader))
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	return n == len(head) && bytes.Equal(head, sqliteHeader)
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}

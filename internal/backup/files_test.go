@@ -1,0 +1,335 @@
+package backup
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// entry is one archived item, as a restore sees it.
+type entry struct {
+	typeflag byte
+	link     string
+	body     []byte
+}
+
+func readArchive(t *testing.T, path string) map[string]entry {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(gunzipFile(t, path)))
+	out := map[string]entry{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[hdr.Name] = entry{typeflag: hdr.Typeflag, link: hdr.Linkname, body: body}
+	}
+}
+
+func openSQLite(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1) // temp views and pragmas live on one connection
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func exec1(t *testing.T, db *sql.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func integrity(t *testing.T, path string) string {
+	t.Helper()
+	db := openSQLite(t, path)
+	var result string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&result); err != nil {
+		t.Fatal(err)
+	}
+	return result
+}
+
+// restoreDB writes an archived database out and opens it as SQLite would.
+func restoreDB(t *testing.T, body []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "restored.db")
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// seriesSQL makes a table "series" of n rows to insert from; modernc's
+// SQLite has no generate_series.
+const seriesSQL = "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 5000) SELECT n FROM s"
+
+func filesJob(source, dir string, logger *slog.Logger) Job {
+	return Job{Dir: dir, Retain: 3, Logger: logger,
+		Method: Files{Source: source, Staging: filepath.Join(dir, StagingDir), Logger: logger}}
+}
+
+func TestFilesArchivesTheTree(t *testing.T) {
+	source, dir := t.TempDir(), t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(source, "uploads", "2026"), 0o755))
+	must(os.WriteFile(filepath.Join(source, "uploads", "2026", "a.txt"), []byte("alpha"), 0o640))
+	must(os.WriteFile(filepath.Join(source, "empty"), nil, 0o600))
+	must(os.Symlink("/etc/passwd", filepath.Join(source, "outside")))
+	must(os.Symlink("uploads", filepath.Join(source, "uploads-link")))
+	must(syscall.Mkfifo(filepath.Join(source, "pipe"), 0o600))
+	// Named like anything but a database: the header tells.
+	db := openSQLite(t, filepath.Join(source, "state.bin"))
+	exec1(t, db, "PRAGMA journal_mode=WAL")
+	exec1(t, db, "PRAGMA wal_autocheckpoint=0")
+	exec1(t, db, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+	exec1(t, db, "INSERT INTO notes (body) VALUES ('only in the log')")
+	if _, err := os.Stat(filepath.Join(source, "state.bin-wal")); err != nil {
+		t.Fatalf("the test database has no log to fold in: %v", err)
+	}
+	// A file that merely ends like a companion is archived as itself.
+	must(os.WriteFile(filepath.Join(source, "diary-journal"), []byte("not sqlite's"), 0o600))
+
+	// A dead run's staging copies are the next run's to clear.
+	must(os.MkdirAll(filepath.Join(dir, StagingDir), 0o700))
+	must(os.WriteFile(filepath.Join(dir, StagingDir, "1.db"), []byte("half a copy"), 0o600))
+
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	result, err := filesJob(source, dir, logger).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := readArchive(t, result.Path)
+	if e := archive["uploads/2026/a.txt"]; string(e.body) != "alpha" {
+		t.Fatalf("a.txt archived as %q", e.body)
+	}
+	if e := archive["uploads/2026/"]; e.typeflag != tar.TypeDir {
+		t.Fatalf("directory archived as %q", e.typeflag)
+	}
+	if e, ok := archive["empty"]; !ok || len(e.body) != 0 {
+		t.Fatal("the empty file is missing")
+	}
+	if e := archive["outside"]; e.typeflag != tar.TypeSymlink || e.link != "/etc/passwd" || len(e.body) != 0 {
+		t.Fatalf("a symlink out of the volume was followed or lost: %+v", e)
+	}
+	if e := archive["uploads-link"]; e.typeflag != tar.TypeSymlink || e.link != "uploads" {
+		t.Fatalf("a symlink inside the volume was not archived as a link: %+v", e)
+	}
+	if _, ok := archive["pipe"]; ok {
+		t.Fatal("a FIFO was archived")
+	}
+	if !strings.Contains(logs.String(), `"skipped a special file","path":"pipe"`) {
+		t.Fatalf("the skipped FIFO was not logged: %s", logs.String())
+	}
+	for _, name := range []string{"state.bin-wal", "state.bin-shm", "state.bin-journal"} {
+		if _, ok := archive[name]; ok {
+			t.Fatalf("%s was archived", name)
+		}
+	}
+	if string(archive["diary-journal"].body) != "not sqlite's" {
+		t.Fatal("a file named like a companion of no database was left out")
+	}
+	restored := restoreDB(t, archive["state.bin"].body)
+	if got := integrity(t, restored); got != "ok" {
+		t.Fatalf("integrity_check: %s", got)
+	}
+	var body string
+	if err := openSQLite(t, restored).QueryRow("SELECT body FROM notes").Scan(&body); err != nil || body != "only in the log" {
+		t.Fatalf("the log was not folded in: %q %v", body, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, StagingDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the staging folder outlived the run: %v", err)
+	}
+	assertFiles(t, dir, filepath.Base(result.Path))
+}
+
+// A writer commits without pause while the backup runs. The copy must pass
+// integrity_check and hold every row committed before the copy began.
+func TestFilesCopiesALiveWALDatabase(t *testing.T) {
+	source, dir := t.TempDir(), t.TempDir()
+	path := filepath.Join(source, "live.db")
+	db := openSQLite(t, path)
+	exec1(t, db, "PRAGMA journal_mode=WAL")
+	exec1(t, db, "CREATE TABLE events (id INTEGER PRIMARY KEY, payload BLOB)")
+	// Enough data that copying takes a while, and checkpoints keep running.
+	exec1(t, db, "CREATE TEMP VIEW series AS "+seriesSQL)
+	exec1(t, db, "INSERT INTO events (payload) SELECT randomblob(4000) FROM series LIMIT 4000")
+
+	var committed atomic.Int64
+	var last int64
+	if err := db.QueryRow("SELECT max(id) FROM events").Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	committed.Store(last)
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var writeErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			var id int64
+			if err := db.QueryRow("INSERT INTO events (payload) VALUES (randomblob(1000)) RETURNING id").Scan(&id); err != nil {
+				writeErr = err
+				return
+			}
+			committed.Store(id)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for committed.Load() < last+200 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := committed.Load()
+	result, err := filesJob(source, dir, nil).Run(context.Background())
+	after := committed.Load()
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if writeErr != nil {
+		t.Fatal(writeErr)
+	}
+	if after == before {
+		t.Fatal("the writer made no commit during the backup; the test proves nothing")
+	}
+	restored := restoreDB(t, readArchive(t, result.Path)["live.db"].body)
+	if got := integrity(t, restored); got != "ok" {
+		t.Fatalf("integrity_check: %s", got)
+	}
+	var count, maxID int64
+	if err := openSQLite(t, restored).QueryRow("SELECT count(*), max(id) FROM events WHERE id <= ?", before).Scan(&count, &maxID); err != nil {
+		t.Fatal(err)
+	}
+	if count != before || maxID != before {
+		t.Fatalf("the copy holds %d rows up to %d; %d were committed before it began", count, maxID, before)
+	}
+	t.Logf("rows committed before the copy: %d, during the run: %d", before, after-before)
+}
+
+func TestFilesCorruptDatabaseFailsAfterThreeTries(t *testing.T) {
+	source, dir := t.TempDir(), t.TempDir()
+	path := filepath.Join(source, "broken.db")
+	db := openSQLite(t, path)
+	exec1(t, db, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+	exec1(t, db, "CREATE INDEX t_v ON t (v)")
+	exec1(t, db, "CREATE TEMP VIEW series AS "+seriesSQL)
+	exec1(t, db, "INSERT INTO t (v) SELECT hex(randomblob(50)) FROM series LIMIT 2000")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Scribble over pages in the middle of the file, leaving the header.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, 3*4096), 8*4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	// An older generation must survive the failed run.
+	old := Generation{Method: "files", Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}.Name()
+	if err := os.WriteFile(filepath.Join(dir, old), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job := filesJob(source, dir, logger)
+	job.Retain = 1
+	_, err = job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "after 3 tries") || !strings.Contains(err.Error(), "broken.db") {
+		t.Fatalf("got %v", err)
+	}
+	if n := strings.Count(logs.String(), "SQLite copy failed its check"); n != 3 {
+		t.Fatalf("%d tries logged, want 3:\n%s", n, logs.String())
+	}
+	assertFiles(t, dir, old)
+}
+
+// A rollback-journal database is copied and checked like a WAL one; its
+// change counter tells a copy taken across a write.
+func TestFilesCopiesARollbackJournalDatabase(t *testing.T) {
+	source, dir := t.TempDir(), t.TempDir()
+	db := openSQLite(t, filepath.Join(source, "plain.sqlite"))
+	exec1(t, db, "PRAGMA journal_mode=DELETE")
+	exec1(t, db, "CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")
+	exec1(t, db, "INSERT INTO kv VALUES ('a', '1'), ('b', '2')")
+	result, err := filesJob(source, dir, nil).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := restoreDB(t, readArchive(t, result.Path)["plain.sqlite"].body)
+	var n int
+	if err := openSQLite(t, restored).QueryRow("SELECT count(*) FROM kv").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("restored %d rows: %v", n, err)
+	}
+}
+
+func TestFilesStopsWhenCancelled(t *testing.T) {
+	source := t.TempDir()
+	if err := os.WriteFile(filepath.Join(source, "a"), []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var sink bytes.Buffer
+	err := Files{Source: source, Staging: filepath.Join(t.TempDir(), StagingDir)}.Write(ctx, &sink)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestFilesUnreadableSourceFails(t *testing.T) {
+	dir := t.TempDir()
+	_, err := filesJob(filepath.Join(dir, "missing"), t.TempDir(), nil).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestFilesShrunkFileIsPadded(t *testing.T) {
+	var logs bytes.Buffer
+	a := &archiver{logger: slog.New(slog.NewJSONHandler(&logs, nil)), tw: tar.NewWriter(io.Discard), buf: make([]byte, 16)}
+	hdr := &tar.Header{Name: "log", Mode: 0o600, Size: 100, Typeflag: tar.TypeReg}
+	if err := a.body(hdr, strings.NewReader("only forty bytes of the promised hundred"), "log"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "shrank") {
+		t.Fatal(fmt.Sprint("the shrunk file was not logged: ", logs.String()))
+	}
+}

@@ -1,0 +1,195 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	_ "modernc.org/sqlite" // pure Go, so the image stays static
+)
+
+// consistentCopy copies the database at path, with its write-ahead log or
+// rollback journal, into the staging folder as name, folds the log in and
+// checks the result with PRAGMA integrity_check, up to Tries times. It
+// returns the staged one-file copy.
+//
+// The volume is mounted read-only, so the copy cannot take a read lock that
+// a writer in another pod would respect; instead it notices a writer that
+// reset the log (or, without a log, rewrote the database) while it copied,
+// and counts that as a failed try like a failed integrity check. Frames a
+// checkpoint copies into the database mid-copy stay in the log until a
+// reset, so replaying the copied log repairs any page torn that way.
+func (a *archiver) consistentCopy(ctx context.Context, src *os.File, rel, staged string) (string, error) {
+	tries := a.files.Tries
+	if tries <= 0 {
+		tries = 3
+	}
+	path := filepath.Join(a.files.Source, rel)
+	var last error
+	for try := 1; try <= tries; try++ {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		removeStaged(a.staging, staged)
+		last = a.snapshotSQLite(src, rel, staged)
+		if last == nil {
+			last = foldAndCheck(ctx, a.staging, filepath.Join(a.files.Staging, staged), staged)
+		}
+		if last == nil {
+			return staged, nil
+		}
+		a.logger.Warn("SQLite copy failed its check", "path", path, "try", try, "of", tries, "error", last.Error())
+	}
+	removeStaged(a.staging, staged)
+	return "", fmt.Errorf("SQLite database %s: no consistent copy after %d tries: %w", path, tries, last)
+}
+
+// snapshotSQLite copies the database, then its log, and compares the
+// fingerprint taken before with the one the copy carries.
+func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
+	before, err := fingerprint(a.source, rel)
+	if err != nil {
+		return err
+	}
+	if err := copyFile(src, a.staging, staged, a.buf); err != nil {
+		return err
+	}
+	for _, suffix := range []string{"-wal", "-journal"} {
+		companion, err := a.source.OpenFile(rel+suffix, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("open %s: %w", rel+suffix, err)
+		}
+		err = copyFile(companion, a.staging, staged+suffix, a.buf)
+		companion.Close()
+		if err != nil {
+			return err
+		}
+	}
+	after, err := fingerprint(a.staging, staged)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(before, after) {
+		return errors.New("a writer reset the log or rewrote the database during the copy")
+	}
+	return nil
+}
+
+// fingerprint is what changes when a writer invalidates a copy taken across
+// it: the log's checkpoint sequence and salts (bytes 12-23 of its header),
+// which a log reset changes, or, with no log, the database's change counter
+// (bytes 24-27), which every rollback-journal transaction bumps.
+func fingerprint(root *os.Root, name string) ([]byte, error) {
+	if head, err := readAt(root, name+"-wal", 12, 12); err == nil {
+		return append([]byte("wal:"), head...), nil
+	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, err
+	}
+	head, err := readAt(root, name, 24, 4)
+	if err != nil {
+		return nil, fmt.Errorf("read the header of %s: %w", name, err)
+	}
+	return append([]byte("db:"), head...), nil
+}
+
+func readAt(root *os.Root, name string, off int64, n int) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func copyFile(src *os.File, staging *os.Root, dst string, buf []byte) error {
+	out, err := staging.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("stage %s: %w", dst, err)
+	}
+	if _, err := io.CopyBuffer(out, io.NewSectionReader(src, 0, 1<<62), buf); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", src.Name(), err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("stage %s: %w", dst, err)
+	}
+	return nil
+}
+
+// foldAndCheck opens the staged copy, which replays a copied log or rolls
+// back a copied hot journal, folds the log into the database, and runs
+// integrity_check. Closing the last connection removes the -wal and -shm.
+func foldAndCheck(ctx context.Context, staging *os.Root, path, staged string) error {
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath())
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(1)
+	check := func() error {
+		var busy, logFrames, checkpointed int
+		if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &checkpointed); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if busy != 0 {
+			return errors.New("checkpoint: the copy is busy")
+		}
+		rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
+		if err != nil {
+			return fmt.Errorf("integrity_check: %w", err)
+		}
+		defer rows.Close()
+		var problems []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return fmt.Errorf("integrity_check: %w", err)
+			}
+			if line != "ok" && len(problems) < 3 {
+				problems = append(problems, line)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("integrity_check: %w", err)
+		}
+		if len(problems) > 0 {
+			return fmt.Errorf("integrity_check: %s", strings.Join(problems, "; "))
+		}
+		return nil
+	}
+	err = check()
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close the copy: %w", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	for _, suffix := range companionSuffixes {
+		if _, err := staging.Stat(staged + suffix); err == nil {
+			return fmt.Errorf("the copy kept its %s file after the checkpoint", suffix)
+		}
+	}
+	return nil
+}
+
+func removeStaged(staging *os.Root, staged string) {
+	_ = staging.Remove(staged)
+	for _, suffix := range companionSuffixes {
+		_ = staging.Remove(staged + suffix)
+	}
+}

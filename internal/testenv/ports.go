@@ -1,0 +1,22 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// freePort asks the kernel for a port free on 127.0.0.1 now, for a server the
+// tests start.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	addr, ok := ln.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("find a free port: not a TCP address")
+	}
+	return addr.Port, nil
+}
