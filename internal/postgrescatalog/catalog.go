@@ -119,19 +119,11 @@ func Decode(raw []byte) (*Catalog, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("catalog does not decode: %s", oneLine(err))
 	}
-	if dec.More() {
-		return nil, errors.New("catalog holds more than one JSON document")
-	}
 	if c.Server.MaintenanceDatabase == "" {
 		c.Server.MaintenanceDatabase = DefaultMaintenanceDatabase
 	}
 	if c.Server.SSLMode == "" {
 		c.Server.SSLMode = DefaultSSLMode
-	}
-	for _, segment := range strings.Split(c.AdminPath, "/") {
-		if strings.Trim(segment, ".") == "" {
-			return nil, fmt.Errorf("catalog: adminPath %q has a segment of dots", c.AdminPath)
-		}
 	}
 	seen := make(map[string]bool, len(c.Projects))
 	for i, p := range c.Projects {
