@@ -83,12 +83,14 @@ func run(ctx context.Context, getenv func(string) string, out io.Writer, base po
 	applier := &postgrescatalog.Applier{Catalog: catalog, Connect: connector.Connect, Vault: vault, Log: log}
 	sum, err := applier.Apply(ctx)
 	if err != nil {
-		attrs := []any{slog.String("error", err.Error())}
 		if step, ok := errors.AsType[*postgrescatalog.StepError](err); ok {
-			attrs = []any{slog.String("project", step.Project), slog.String("database", step.Database),
-				slog.String("step", string(step.Step)), slog.String("error", step.Err.Error())}
+			log.Error("step failed", slog.String("project", step.Project), slog.String("database", step.Database),
+				slog.String("step", string(step.Step)), slog.String("error", step.Err.Error()))
+			return 1
 		}
-		log.Error("step failed", attrs...)
+		// Apply fails outside a Project's steps only before the first one,
+		// connecting to the server.
+		log.Error("call failed", slog.String("call", "connect"), slog.String("error", err.Error()))
 		return 1
 	}
 	log.Info("summary", slog.Int("projects", sum.Projects), slog.Int("changed", sum.Changed),

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	vaultapi "github.com/hashicorp/vault/api"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -45,21 +44,8 @@ func newFixture(t testing.TB) *fixture {
 // with the platform's connection to pg, and stores the admin login in kv.
 func configureDatabaseEngine(t testing.TB, v *testenv.Vault, pg *testenv.Postgres) {
 	t.Helper()
-	ctx := context.Background()
-	if err := v.Client.Sys().MountWithContext(ctx, "database", &vaultapi.MountInput{Type: "database"}); err != nil {
-		t.Fatalf("mount the database engine: %v", err)
-	}
-	hostPort := net.JoinHostPort(pg.Host, strconv.Itoa(pg.Port))
-	if _, err := v.Client.Logical().WriteWithContext(ctx, "database/config/"+connection, map[string]any{
-		"plugin_name":    "postgresql-database-plugin",
-		"connection_url": "postgresql://{{username}}:{{password}}@" + hostPort + "/postgres?sslmode=disable",
-		"username":       pg.User,
-		"password":       pg.Password,
-		"allowed_roles":  "*",
-	}); err != nil {
-		t.Fatalf("configure the connection: %v", err)
-	}
-	if _, err := v.Client.KVv2("secret").Put(ctx, "platform/postgres-admin", map[string]any{
+	v.ConfigureDatabaseEngine(t, pg, "database", connection)
+	if _, err := v.Client.KVv2("secret").Put(context.Background(), "platform/postgres-admin", map[string]any{
 		"username": pg.User, "password": pg.Password,
 	}); err != nil {
 		t.Fatalf("store the admin login: %v", err)
