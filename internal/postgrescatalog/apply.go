@@ -47,6 +47,9 @@ type Applier struct {
 	Connect func(ctx context.Context, database string) (*pgx.Conn, error)
 	Vault   Vault
 	Log     *slog.Logger
+	// ReadAhead is how many Projects are read side by side before the
+	// apply; DefaultReadAhead when zero.
+	ReadAhead int
 
 	locked bool
 }
@@ -61,13 +64,17 @@ func (a *Applier) Apply(ctx context.Context) (Summary, error) {
 	}
 	defer func() { _ = main.Close(context.WithoutCancel(ctx)) }()
 	a.locked = false
-	for _, p := range a.Catalog.Projects {
-		statements, err := a.applyDatabase(ctx, main, p)
-		sum.Statements += statements
-		if err != nil {
-			return sum, a.stepError(p, err)
+	ahead := a.readAhead(ctx, main)
+	for i, p := range a.Catalog.Projects {
+		statements := 0
+		if !ahead[i].current {
+			statements, err = a.applyDatabase(ctx, main, p)
+			sum.Statements += statements
+			if err != nil {
+				return sum, a.stepError(p, err)
+			}
 		}
-		writes, err := a.applyVaultRoles(ctx, p)
+		writes, err := a.applyVaultRoles(ctx, p, ahead[i].roles)
 		sum.VaultWrites += writes
 		if err != nil {
 			return sum, &StepError{Project: p.Project, Database: p.Database, Step: StepVault, Err: err}
@@ -235,11 +242,15 @@ func exec(ctx context.Context, tx pgx.Tx, statements []Statement) (int, error) {
 
 // applyVaultRoles is step 6: the owner's and the data role's Vault database
 // roles, written only where Vault holds anything else.
-func (a *Applier) applyVaultRoles(ctx context.Context, p Project) (int, error) {
+// A read made ahead is trusted only where it succeeded.
+func (a *Applier) applyVaultRoles(ctx context.Context, p Project, ahead [2]vaultRead) (int, error) {
 	writes := 0
-	for _, r := range []struct{ path, role string }{{p.VaultRoles.Owner, p.OwnerRole}, {p.VaultRoles.Data, p.DataRole}} {
+	for k, r := range []struct{ path, role string }{{p.VaultRoles.Owner, p.OwnerRole}, {p.VaultRoles.Data, p.DataRole}} {
 		want := RoleFor(a.Catalog.Vault.Connection, r.role)
-		have, found, err := a.Vault.ReadDatabaseRole(ctx, r.path)
+		have, found, err := ahead[k].role, ahead[k].found, ahead[k].err
+		if err != nil {
+			have, found, err = a.Vault.ReadDatabaseRole(ctx, r.path)
+		}
 		if err != nil {
 			return writes, fmt.Errorf("read %s: %w", r.path, err)
 		}
