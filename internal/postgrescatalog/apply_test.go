@@ -97,6 +97,31 @@ func TestIssuedLoginsActAsTheirRole(t *testing.T) {
 	if sum, statements, writes := f.mustApply(t, c); sum.Statements != 0 || writes != 0 || len(changes(statements)) != 0 {
 		t.Errorf("run after the owner's tables: %+v, %s", sum, fmtList(changes(statements)))
 	}
+
+	// Grants taken away by hand are given back, and only they.
+	f.pg.Psql(t, "auth_db", `REVOKE DELETE ON notes FROM "auth-data"; REVOKE USAGE ON SCHEMA accounts FROM "auth-data";
+		ALTER DEFAULT PRIVILEGES FOR ROLE "auth-owner" REVOKE UPDATE ON SEQUENCES FROM "auth-data";`)
+	f.pg.Psql(t, "postgres", `REVOKE CONNECT ON DATABASE auth_db FROM "auth-data"`)
+	_, statements, writes := f.mustApply(t, c)
+	want := []string{
+		`GRANT CONNECT ON DATABASE "auth_db" TO "auth-data"`,
+		`GRANT USAGE ON SCHEMA "accounts" TO "auth-data"`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "public" TO "auth-data"`,
+		`ALTER DEFAULT PRIVILEGES FOR ROLE "auth-owner" GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO "auth-data"`,
+	}
+	if got := changes(statements); !slices.Equal(got, want) || writes != 0 {
+		t.Errorf("repair sent %s, %d Vault writes", fmtList(got), writes)
+	}
+	// A Vault role edited by hand is written back.
+	if _, err := f.vault.Client.Logical().Write("database/roles/auth-data", map[string]any{"creation_statements": []string{`CREATE ROLE "{{name}}" LOGIN SUPERUSER PASSWORD '{{password}}'`}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, writes := f.mustApply(t, c); writes != 1 {
+		t.Errorf("an edited Vault role: %d writes", writes)
+	}
+	if _, statements, writes := f.mustApply(t, c); len(changes(statements)) != 0 || writes != 0 {
+		t.Errorf("after the repair: %s, %d writes", fmtList(changes(statements)), writes)
+	}
 }
 
 // Adopting a database another role owns hands its objects to the owner role

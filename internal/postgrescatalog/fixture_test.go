@@ -215,6 +215,4 @@ func (f *fixture) psqlOne(t testing.TB, database, sql string) string {
 	return strings.TrimSpace(f.pg.Psql(t, database, sql))
 }
 
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 func fmtList(s []string) string { return fmt.Sprintf("%q", s) }

@@ -117,9 +117,8 @@ func TestPlanShared(t *testing.T) {
 			if !slices.Equal(sqlOf(roles), c.roles) {
 				t.Errorf("roles %q, want %q", sqlOf(roles), c.roles)
 			}
-			if got := ""; create != nil {
-				got = create.SQL
-				if got != c.create || create.Step != StepDatabase {
+			if create != nil {
+				if create.SQL != c.create || create.Step != StepDatabase {
 					t.Errorf("create %+v, want %q", create, c.create)
 				}
 			} else if c.create != "" {

@@ -9,7 +9,7 @@ import (
 
 // DefaultReadAhead is how many Projects are read side by side before the
 // apply, each on its own connection.
-const DefaultReadAhead = 4
+const DefaultReadAhead = 8
 
 // lookahead is what was read about one Project before anything is applied:
 // enough to tell that nothing differs. It decides nothing on its own: a
