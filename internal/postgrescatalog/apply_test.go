@@ -130,9 +130,12 @@ func TestIssuedLoginsActAsTheirRole(t *testing.T) {
 func TestAdoptionKeepsTheOldLogin(t *testing.T) {
 	f := newFixture(t)
 	f.pg.Psql(t, "postgres", `CREATE ROLE legacy LOGIN PASSWORD 'legacy-pw'; CREATE DATABASE knowledge_db OWNER legacy;`)
+	// A schema the superuser keeps, as public was before PostgreSQL 15.
+	f.pg.Psql(t, "knowledge_db", `CREATE SCHEMA shared; GRANT USAGE, CREATE ON SCHEMA shared TO legacy;`)
 	ctx := context.Background()
 	legacy := f.connectAs(t, "knowledge_db", "legacy", "legacy-pw")
-	if _, err := legacy.Exec(ctx, `CREATE SCHEMA docs; CREATE TABLE docs.pages (id serial PRIMARY KEY, title text); INSERT INTO docs.pages (title) VALUES ('home')`); err != nil {
+	if _, err := legacy.Exec(ctx, `CREATE SCHEMA docs; CREATE TABLE docs.pages (id serial PRIMARY KEY, title text); INSERT INTO docs.pages (title) VALUES ('home');
+		CREATE TABLE shared.items (id int)`); err != nil {
 		t.Fatal(err)
 	}
 	_ = legacy.Close(ctx)
@@ -165,6 +168,9 @@ func TestAdoptionKeepsTheOldLogin(t *testing.T) {
 	var n int
 	if err := data.QueryRow(ctx, `SELECT count(*) FROM docs.pages`).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("data login reads %d pages, %v", n, err)
+	}
+	if _, err := data.Exec(ctx, `INSERT INTO shared.items VALUES (1)`); err != nil {
+		t.Errorf("data login cannot write the adopted table in the superuser's schema: %v", err)
 	}
 
 	// docs.later belongs to legacy: the next run hands it over and grants it.

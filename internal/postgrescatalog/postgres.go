@@ -89,8 +89,10 @@ SELECT json_build_object(
 )`
 
 // insideQuery reads, connected to the Project's database, the owner's
-// schemas (those it owns, and those pg_database_owner owns while it owns
-// the database) that miss the data role's USAGE or hold a table or sequence
+// schemas (those it owns, those pg_database_owner owns while it owns the
+// database, and any other holding a table or sequence it owns, such as a
+// public schema a superuser still owns in a database created before
+// PostgreSQL 15) that miss the data role's USAGE or hold a table or sequence
 // the data role cannot read and write, and what the owner's database-wide
 // default ACL grants the data role. $1 owner role, $2 data role.
 const insideQuery = `
@@ -103,6 +105,8 @@ WITH owner AS (
   WHERE n.nspowner = o.oid
      OR (n.nspowner = 'pg_database_owner'::regrole
          AND (SELECT datdba FROM pg_database WHERE datname = current_database()) = o.oid)
+     OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = n.oid AND c.relowner = o.oid
+                AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S'))
 )
 SELECT json_build_object(
   'schemasWithoutUsage', COALESCE((SELECT json_agg(nspname ORDER BY nspname) FROM schemas
