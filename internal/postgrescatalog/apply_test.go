@@ -13,6 +13,9 @@ import (
 // PostgreSQL and writes nothing to Vault.
 func TestApplyFreshCatalogThenNothing(t *testing.T) {
 	f := newFixture(t)
+	if sum, statements, writes := f.mustApply(t, f.catalog()); sum != (Summary{}) || len(changes(statements)) != 0 || writes != 0 {
+		t.Fatalf("an empty catalog: %+v, %s, %d", sum, fmtList(statements), writes)
+	}
 	c := f.catalog("auth", "knowledge")
 	sum, statements, writes := f.mustApply(t, c)
 	if sum.Projects != 2 || sum.Changed != 2 || writes != 4 || sum.VaultWrites != 4 {
