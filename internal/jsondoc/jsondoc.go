@@ -84,10 +84,10 @@ var ErrSchema = errors.New("refused by its schema")
 func (s *Schema) DecodeStrict(raw []byte, out any) error {
 	doc, err := Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrNotJSON, err)
+		return fmt.Errorf("%w: %w", ErrNotJSON, err)
 	}
 	if err := s.Validate(doc); err != nil {
-		return fmt.Errorf("%w: %s", ErrSchema, err)
+		return fmt.Errorf("%w: %w", ErrSchema, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -41,7 +41,7 @@ func Read(env *settings.Reader, defaultRole string) Settings {
 func NewClient(s Settings) (*vaultapi.Client, error) {
 	cfg := vaultapi.DefaultConfig()
 	if cfg.Error != nil {
-		return nil, fmt.Errorf("Vault's VAULT_* variables: %w", cfg.Error)
+		return nil, fmt.Errorf("the VAULT_* variables Vault's client reads: %w", cfg.Error)
 	}
 	cfg.Address = s.Addr
 	client, err := vaultapi.NewClient(cfg)

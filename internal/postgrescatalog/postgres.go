@@ -1,0 +1,138 @@
+package postgrescatalog
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Login is a PostgreSQL login: the admin's, read from Vault.
+type Login struct {
+	Username string
+	Password string
+}
+
+// Connector opens connections to the catalog's server as the admin login.
+type Connector struct {
+	Server Server
+	Login  Login
+	// SSLRootCert is a CA bundle file for verify-ca and verify-full; the
+	// system's roots when empty.
+	SSLRootCert string
+	// Tracer, when set, sees every statement the job sends.
+	Tracer pgx.QueryTracer
+}
+
+// Connect opens a connection to database.
+func (c Connector) Connect(ctx context.Context, database string) (*pgx.Conn, error) {
+	q := url.Values{}
+	q.Set("sslmode", c.Server.SSLMode)
+	if c.SSLRootCert != "" {
+		q.Set("sslrootcert", c.SSLRootCert)
+	}
+	q.Set("application_name", "postgres-catalog")
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(c.Login.Username, c.Login.Password),
+		Host:     net.JoinHostPort(c.Server.Host, strconv.Itoa(c.Server.Port)),
+		Path:     "/" + database,
+		RawQuery: q.Encode(),
+	}
+	cfg, err := pgx.ParseConfig(u.String())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Tracer = c.Tracer
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// querier is a connection or a transaction: reads run on either.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// sharedQuery reads, from the server-wide catalogs, a Project's two roles
+// and its database: owner, memberships, the data role's CONNECT grant, the
+// owner role's members that own objects in the database (pg_shdepend is
+// shared, so no connection to the database is needed), and the other
+// databases those roles own. $1 database, $2 owner role, $3 data role.
+const sharedQuery = `
+WITH db AS (
+  SELECT d.oid, d.datdba, d.datacl FROM pg_database d WHERE d.datname = $1
+), owner AS (
+  SELECT oid FROM pg_roles WHERE rolname = $2
+), members AS (
+  SELECT m.member FROM pg_auth_members m JOIN owner o ON m.roleid = o.oid
+), holders AS (
+  SELECT DISTINCT s.refobjid AS oid FROM pg_shdepend s JOIN db ON s.dbid = db.oid
+  WHERE s.deptype = 'o' AND s.refclassid = 'pg_authid'::regclass AND s.refobjid IN (SELECT member FROM members)
+)
+SELECT json_build_object(
+  'owner', (SELECT json_build_object('superuser', rolsuper) FROM pg_roles WHERE rolname = $2),
+  'data', (SELECT json_build_object('superuser', rolsuper) FROM pg_roles WHERE rolname = $3),
+  'database', (SELECT json_build_object(
+      'owner', r.rolname,
+      'ownerSuperuser', r.rolsuper,
+      'ownerIsMember', r.oid IN (SELECT member FROM members),
+      'dataConnect', EXISTS (SELECT 1 FROM aclexplode(db.datacl) a JOIN pg_roles g ON g.oid = a.grantee
+                             WHERE g.rolname = $3 AND a.privilege_type = 'CONNECT'),
+      'holders', COALESCE((SELECT json_agg(h.rolname ORDER BY h.rolname) FROM pg_roles h WHERE h.oid IN (SELECT oid FROM holders)), '[]'),
+      'otherDatabases', COALESCE((SELECT json_object_agg(o.rolname, o.names) FROM (
+          SELECT r2.rolname, json_agg(d2.datname ORDER BY d2.datname) AS names
+          FROM pg_database d2 JOIN pg_roles r2 ON r2.oid = d2.datdba
+          WHERE d2.datname <> $1 AND (d2.datdba = db.datdba OR d2.datdba IN (SELECT oid FROM holders))
+          GROUP BY r2.rolname) o), '{}')
+    ) FROM db JOIN pg_roles r ON r.oid = db.datdba)
+)`
+
+// insideQuery reads, connected to the Project's database, the owner's
+// schemas (those it owns, those pg_database_owner owns while it owns the
+// database, and any other holding a table or sequence it owns, such as a
+// public schema a superuser still owns in a database created before
+// PostgreSQL 15) that miss the data role's USAGE or hold a table or sequence
+// the data role cannot read and write, and what the owner's database-wide
+// default ACL grants the data role. $1 owner role, $2 data role.
+const insideQuery = `
+WITH owner AS (
+  SELECT oid FROM pg_roles WHERE rolname = $1
+), data AS (
+  SELECT oid FROM pg_roles WHERE rolname = $2
+), schemas AS (
+  SELECT n.oid, n.nspname FROM pg_namespace n, owner o
+  WHERE n.nspowner = o.oid
+     OR (n.nspowner = 'pg_database_owner'::regrole
+         AND (SELECT datdba FROM pg_database WHERE datname = current_database()) = o.oid)
+     OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = n.oid AND c.relowner = o.oid
+                AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S'))
+)
+SELECT json_build_object(
+  'schemasWithoutUsage', COALESCE((SELECT json_agg(nspname ORDER BY nspname) FROM schemas
+      WHERE NOT has_schema_privilege($2::name, oid, 'USAGE')), '[]'),
+  'schemasLackingTables', COALESCE((SELECT json_agg(DISTINCT s.nspname) FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace
+      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+        AND NOT (has_table_privilege($2::name, c.oid, 'SELECT') AND has_table_privilege($2::name, c.oid, 'INSERT')
+             AND has_table_privilege($2::name, c.oid, 'UPDATE') AND has_table_privilege($2::name, c.oid, 'DELETE'))), '[]'),
+  'schemasLackingSequences', COALESCE((SELECT json_agg(DISTINCT s.nspname) FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace
+      WHERE c.relkind = 'S'
+        AND NOT (has_sequence_privilege($2::name, c.oid, 'USAGE') AND has_sequence_privilege($2::name, c.oid, 'SELECT')
+             AND has_sequence_privilege($2::name, c.oid, 'UPDATE'))), '[]'),
+  'defaults', COALESCE((SELECT json_object_agg(x.objtype, x.privileges) FROM (
+      SELECT a.defaclobjtype::text AS objtype,
+             COALESCE((SELECT json_agg(e.privilege_type) FROM aclexplode(a.defaclacl) e, data WHERE e.grantee = data.oid), '[]') AS privileges
+      FROM pg_default_acl a, owner o WHERE a.defaclrole = o.oid AND a.defaclnamespace = 0) x), '{}')
+)`
+
+func readShared(ctx context.Context, q querier, p Project) (Shared, error) {
+	var s Shared
+	err := q.QueryRow(ctx, sharedQuery, p.Database, p.OwnerRole, p.DataRole).Scan(&s)
+	return s, err
+}
+
+func readInside(ctx context.Context, q querier, p Project) (Inside, error) {
+	var in Inside
+	err := q.QueryRow(ctx, insideQuery, p.OwnerRole, p.DataRole).Scan(&in)
+	return in, err
+}

@@ -1,0 +1,32 @@
+package testenv
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+
+	vaultapi "github.com/hashicorp/vault/api"
+)
+
+// ConfigureDatabaseEngine mounts Vault's database secrets engine at mount
+// and configures connection on it: the built-in postgresql-database-plugin
+// signing in to pg's postgres database as its superuser, allowed to issue
+// logins for every role, as the platform sets it up.
+func (v *Vault) ConfigureDatabaseEngine(t testing.TB, pg *Postgres, mount, connection string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := v.Client.Sys().MountWithContext(ctx, mount, &vaultapi.MountInput{Type: "database"}); err != nil {
+		t.Fatalf("mount the database engine at %s: %v", mount, err)
+	}
+	hostPort := net.JoinHostPort(pg.Host, strconv.Itoa(pg.Port))
+	if _, err := v.Client.Logical().WriteWithContext(ctx, mount+"/config/"+connection, map[string]any{
+		"plugin_name":    "postgresql-database-plugin",
+		"connection_url": "postgresql://{{username}}:{{password}}@" + hostPort + "/postgres?sslmode=disable",
+		"username":       pg.User,
+		"password":       pg.Password,
+		"allowed_roles":  "*",
+	}); err != nil {
+		t.Fatalf("configure the connection %s: %v", connection, err)
+	}
+}
