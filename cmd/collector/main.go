@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 
 	"github.com/JorisJonkers-dev/delivery/internal/collector"
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
@@ -100,13 +100,9 @@ func run(ctx context.Context, getenv func(string) string, readFile func(string) 
 // build connects to the cluster (KUBECONFIG, else the in-cluster
 // ServiceAccount) and to GitHub as the App installation.
 func build(cfg config, getenv func(string) string, now func() time.Time, logger *slog.Logger) (*collector.Collector, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path := getenv("KUBECONFIG"); path != "" {
-		rules.ExplicitPath = path
-	}
-	rest, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	rest, err := kubeclient.Config(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("KUBECONFIG: no Kubernetes configuration: %w", err)
+		return nil, err
 	}
 	kube, err := collector.NewKube(rest)
 	if err != nil {

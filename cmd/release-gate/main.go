@@ -5,19 +5,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
+	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
@@ -69,7 +64,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		logger.Error("bad setting", slog.String("error", err.Error()))
 		return 2
 	}
-	cfg, err := clusterConfig(getenv("KUBECONFIG"))
+	cfg, err := kubeclient.Config(getenv)
 	if err != nil {
 		logger.Error("no cluster to read", slog.String("error", err.Error()))
 		return 2
@@ -120,26 +115,4 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		return 1
 	}
 	return 0
-}
-
-// clusterConfig finds the cluster as kubectl does: the files KUBECONFIG
-// names, else the in-cluster ServiceAccount, else ~/.kube/config.
-func clusterConfig(kubeconfig string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.Precedence = filepath.SplitList(kubeconfig)
-	} else {
-		cfg, err := rest.InClusterConfig()
-		if err == nil {
-			return cfg, nil
-		}
-		if !errors.Is(err, rest.ErrNotInCluster) {
-			return nil, fmt.Errorf("in-cluster config: %w", err)
-		}
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	return cfg, nil
 }

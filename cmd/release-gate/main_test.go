@@ -241,17 +241,6 @@ func writeKubeconfig(t *testing.T) string {
 	return path
 }
 
-// TestClusterConfigInCluster: inside a cluster, without KUBECONFIG, the gate
-// takes its ServiceAccount's config; with the token not mounted it stops
-// rather than fall back to a file.
-func TestClusterConfigInCluster(t *testing.T) {
-	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
-	if _, err := clusterConfig(""); err == nil || !strings.Contains(err.Error(), "in-cluster") {
-		t.Fatalf("in a cluster without a token: %v", err)
-	}
-}
-
 func TestRunExitsWhenServingFails(t *testing.T) {
 	env := map[string]string{"KUBECONFIG": writeKubeconfig(t), "ADDR": "127.0.0.1:0"}
 	closed := func(ctx context.Context, addr string) (net.Listener, error) {

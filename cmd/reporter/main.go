@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
@@ -122,13 +122,9 @@ func fluxEvent(loop *periodic.Loop) http.HandlerFunc {
 // build connects to the cluster (KUBECONFIG, else the in-cluster
 // ServiceAccount), to GitHub as the App installation, and to the gate.
 func build(cfg config, getenv func(string) string, logger *slog.Logger) (*reporter.Reporter, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path := getenv("KUBECONFIG"); path != "" {
-		rules.ExplicitPath = path
-	}
-	rest, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	rest, err := kubeclient.Config(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("KUBECONFIG: no Kubernetes configuration: %w", err)
+		return nil, err
 	}
 	kube, err := reporter.NewKube(rest)
 	if err != nil {

@@ -1,0 +1,34 @@
+// Package kubeclient finds the cluster a service runs against, the one way
+// every in-cluster service of this module does.
+package kubeclient
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Config finds the cluster as kubectl does: the files KUBECONFIG names, else
+// the pod's own ServiceAccount, else ~/.kube/config.
+func Config(getenv func(string) string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig := getenv("KUBECONFIG"); kubeconfig != "" {
+		rules.Precedence = filepath.SplitList(kubeconfig)
+	} else {
+		cfg, err := rest.InClusterConfig()
+		if err == nil {
+			return cfg, nil
+		}
+		if !errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("KUBECONFIG: no Kubernetes configuration: %w", err)
+	}
+	return cfg, nil
+}

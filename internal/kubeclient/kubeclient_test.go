@@ -1,0 +1,67 @@
+package kubeclient_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
+)
+
+const kubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: estate
+  cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}
+users:
+- name: gate
+  user: {token: test-token}
+contexts:
+- name: estate
+  context: {cluster: estate, user: gate}
+current-context: estate
+`
+
+func TestConfigReadsKubeconfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := kubeclient.Config(func(k string) string { return map[string]string{"KUBECONFIG": path}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://127.0.0.1:6443" || cfg.BearerToken != "test-token" {
+		t.Fatalf("config = %s %q", cfg.Host, cfg.BearerToken)
+	}
+}
+
+func TestConfigNamesAMissingKubeconfig(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent")
+	_, err := kubeclient.Config(func(k string) string { return map[string]string{"KUBECONFIG": missing}[k] })
+	if err == nil || !strings.HasPrefix(err.Error(), "KUBECONFIG") {
+		t.Fatalf("Config = %v, want an error naming KUBECONFIG", err)
+	}
+}
+
+// Outside a pod and with no KUBECONFIG, the home folder's config is read; an
+// empty home has none.
+func TestConfigOutsideAClusterWithNothingToRead(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if _, err := kubeclient.Config(func(string) string { return "" }); err == nil {
+		t.Fatal("Config found a cluster with nothing to read")
+	}
+}
+
+// TestClusterConfigInCluster: inside a cluster, without KUBECONFIG, a service
+// takes its ServiceAccount's config; with the token not mounted it stops
+// rather than fall back to a file.
+func TestClusterConfigInCluster(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
+	if _, err := kubeclient.Config(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "in-cluster") {
+		t.Fatalf("in a cluster without a token: %v", err)
+	}
+}
