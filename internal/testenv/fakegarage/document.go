@@ -1,7 +1,6 @@
 package fakegarage
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -18,25 +17,18 @@ import (
 var DocumentRel = filepath.Join("..", "shared", "reference", "garage", "garage-admin-v2.json")
 
 // DocumentPath finds Garage's admin API v2 document beside the repository the
-// tests run in. The root is the folder holding go.mod; when that checkout is
-// a linked git worktree, the document may also lie beside the checkout the
-// worktree belongs to. The error names every place looked at.
+// tests run in, whose root is the folder holding go.mod. The error names the
+// place looked at.
 func DocumentPath() (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
-	candidates := []string{filepath.Join(root, DocumentRel)}
-	if main := mainCheckout(root); main != "" && main != root {
-		candidates = append(candidates, filepath.Join(main, DocumentRel))
+	path := filepath.Join(root, DocumentRel)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("the Garage admin API v2 document is absent: looked for %s; the repository must be checked out with shared/reference/garage/ beside it", path)
 	}
-	for _, c := range candidates {
-		if _, err := os.Stat(c); err == nil {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("the Garage admin API v2 document is absent: looked for %s; the repository must be checked out with shared/reference/garage/ beside it",
-		strings.Join(candidates, " and "))
+	return path, nil
 }
 
 func moduleRoot() (string, error) {
@@ -54,31 +46,6 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
-}
-
-// mainCheckout is the working folder of the repository a linked worktree at
-// root belongs to, or "" when root is not a linked worktree.
-func mainCheckout(root string) string {
-	f, err := os.Open(filepath.Join(root, ".git"))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	gitdir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir: ")
-	if !ok {
-		return "" // a folder, not a worktree's pointer file
-	}
-	common := filepath.Join(gitdir, "..", "..") // <main>/.git/worktrees/<name>
-	if b, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
-		rel := strings.TrimSpace(string(b))
-		if filepath.IsAbs(rel) {
-			common = rel
-		} else {
-			common = filepath.Join(gitdir, rel)
-		}
-	}
-	return filepath.Dir(filepath.Clean(common))
 }
 
 // LoadDocument loads Garage's admin API v2 document and corrects the one
