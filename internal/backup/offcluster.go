@@ -180,7 +180,7 @@ func CompositeChecksum(parts []Part) string {
 // Stored is what the provider says it holds for a key.
 type Stored struct {
 	Size           int64
-	ChecksumSHA256 string // as the provider reports it: base64, "-N" for a composite
+	ChecksumSHA256 string       // as the provider reports it: base64, "-N" for a composite
 	Parts          []StoredPart // of a multipart object, in order
 }
 

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -138,7 +139,7 @@ func (f *fixture) restorer(t *testing.T) Restorer {
 }
 
 // filesJob backs up source onto claim at the given minute.
-func filesJob(claim, source string, retain int, minute int, off OffCluster) Job {
+func copyJob(claim, source string, retain int, minute int, off OffCluster) Job {
 	at := time.Date(2026, 10, 26, 2, 45+minute, 0, 0, time.UTC)
 	return Job{Dir: claim, Method: Files{Source: source, Staging: filepath.Join(claim, StagingDir)}, Retain: retain,
 		OffCluster: off, Now: func() time.Time { return at }}
@@ -179,7 +180,7 @@ func TestCopyUploadsVerifiesAndPrunesAcrossRuns(t *testing.T) {
 	copier := f.copier(t, f.store(t, ""), 2, MinPartSize)
 	var names []string
 	for minute := range 3 {
-		res, err := filesJob(claim, source, 2, minute, copier).Run(context.Background())
+		res, err := copyJob(claim, source, 2, minute, copier).Run(context.Background())
 		if err != nil {
 			t.Fatalf("run %d: %v", minute, err)
 		}
@@ -201,7 +202,7 @@ func TestCopyUploadsVerifiesAndPrunesAcrossRuns(t *testing.T) {
 		t.Fatalf("stored %+v, want a whole-object SHA-256", stored)
 	}
 	// A rollback's run never copies.
-	job := filesJob(claim, source, 2, 9, copier)
+	job := copyJob(claim, source, 2, 9, copier)
 	job.Request = "rb-1"
 	if _, err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -217,7 +218,7 @@ func TestMultipartCopyOf64MiBRoundTrips(t *testing.T) {
 	big := make([]byte, 64<<20)
 	_, _ = rand.Read(big) // incompressible: the copy stays about 64 MiB
 	writeSource(t, source, map[string][]byte{"big.bin": big, "small.txt": []byte("small")})
-	res, err := filesJob(claim, source, 3, 0, f.copier(t, f.store(t, ""), 3, MinPartSize)).Run(context.Background())
+	res, err := copyJob(claim, source, 3, 0, f.copier(t, f.store(t, ""), 3, MinPartSize)).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,11 +270,11 @@ func TestAFailedCopyFailsTheRunAndKeepsTheLocalGeneration(t *testing.T) {
 	for name, store := range map[string]ObjectStore{"wrong key": f.store(t, "not-the-secret"), "unreachable endpoint": unreachable} {
 		t.Run(name, func(t *testing.T) {
 			claim := t.TempDir()
-			first, err := filesJob(claim, source, 1, 0, nil).Run(context.Background())
+			first, err := copyJob(claim, source, 1, 0, nil).Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := filesJob(claim, source, 1, 1, f.copier(t, store, 1, MinPartSize)).Run(context.Background())
+			res, err := copyJob(claim, source, 1, 1, f.copier(t, store, 1, MinPartSize)).Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "kept on the claim") {
 				t.Fatalf("want the run to fail keeping its generation, got %v", err)
 			}
@@ -290,7 +291,7 @@ func TestATamperedCopyFailsTheRestore(t *testing.T) {
 	f := newFixture(t)
 	source, claim := t.TempDir(), t.TempDir()
 	writeSource(t, source, map[string][]byte{"a.txt": bytes.Repeat([]byte("alpha "), 10000)})
-	res, err := filesJob(claim, source, 1, 0, f.copier(t, f.store(t, ""), 1, MinPartSize)).Run(context.Background())
+	res, err := copyJob(claim, source, 1, 0, f.copier(t, f.store(t, ""), 1, MinPartSize)).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func TestDrillPassesAGoodCopyAndCatchesACorruptedOne(t *testing.T) {
 	}
 	db.Close()
 	copier := f.copier(t, f.store(t, ""), 3, MinPartSize)
-	if _, err := filesJob(claim, source, 3, 0, copier).Run(ctx); err != nil {
+	if _, err := copyJob(claim, source, 3, 0, copier).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	scratch := t.TempDir()
@@ -380,7 +381,7 @@ func TestDrillPassesAGoodCopyAndCatchesACorruptedOne(t *testing.T) {
 	broken := t.TempDir()
 	corruptSQLite(t, filepath.Join(broken, "app.db"))
 	g := Generation{Method: "files", Time: time.Date(2026, 10, 27, 2, 45, 0, 0, time.UTC)}
-	written, err := writeGeneration(t, claim, g, Files{Source: broken, Staging: filepath.Join(t.TempDir(), "s")})
+	written, err := writeGeneration(t, claim, g, rawArchive{dir: broken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,6 +411,33 @@ func TestDrillPassesAGoodCopyAndCatchesACorruptedOne(t *testing.T) {
 	}
 }
 
+// rawArchive archives a folder's files as they are, without the checks the
+// files method makes: the way a damaged copy would look.
+type rawArchive struct{ dir string }
+
+func (rawArchive) Name() string { return "files" }
+
+func (r rawArchive) Write(_ context.Context, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		body, err := os.ReadFile(filepath.Join(r.dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: e.Name(), Mode: 0o600, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(body); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
 // writeGeneration writes one generation of m onto the claim outside a Job.
 func writeGeneration(t *testing.T, claimDir string, g Generation, m Method) (string, error) {
 	t.Helper()
@@ -430,7 +458,7 @@ func TestTheAgeCommandDecryptsACopy(t *testing.T) {
 	f := newFixture(t)
 	source, claim, work := t.TempDir(), t.TempDir(), t.TempDir()
 	writeSource(t, source, map[string][]byte{"a.txt": []byte("alpha"), "sub/b.txt": []byte("beta")})
-	res, err := filesJob(claim, source, 1, 0, f.copier(t, f.store(t, ""), 1, MinPartSize)).Run(context.Background())
+	res, err := copyJob(claim, source, 1, 0, f.copier(t, f.store(t, ""), 1, MinPartSize)).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestParseDestination(t *testing.T) {
 		{"s3://backup-storage/a/b/", "/c/", Destination{"backup-storage", "a/b/c"}, ""},
 		{"s3://backup-storage", "", Destination{}, "no path"},
 		{"https://backup-storage", "x", Destination{}, "not s3://"},
-		{"backup-storage", "x", Destination{}, "not a bucket"},
+		{"backup-storage", "x", Destination{}, "not s3://"},
 		{"s3://Backup_Storage", "x", Destination{}, "not a bucket"},
 		{"s3://b", "x", Destination{}, "not a bucket"},
 		{"s3://backup-storage/a/../b", "x", Destination{}, "segment"},

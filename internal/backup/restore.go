@@ -484,7 +484,8 @@ func CheckDump(r io.Reader) error {
 		case bytes.HasPrefix(trimmed, []byte("COPY ")) && !more && bytes.HasSuffix(trimmed, []byte(" FROM stdin;")):
 			inCopy = true
 		}
-		if len(bytes.TrimSpace(trimmed)) > 0 {
+		// pg_dumpall frames its banners with bare "--" lines.
+		if t := bytes.TrimSpace(trimmed); len(t) > 0 && !bytes.Equal(t, []byte("--")) {
 			last = append(last[:0], trimmed...)
 		}
 	}
