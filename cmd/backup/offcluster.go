@@ -128,7 +128,7 @@ func runRestore(ctx context.Context, args []string, getenv func(string) string, 
 		logger.Error("backup restore did not start", "error", "usage: backup restore [--claim] [--identity FILE] --target DIR GENERATION")
 		return 2
 	}
-	g, err := backup.ParseName(strings.TrimSuffix(flags.Arg(0), backup.CopySuffix))
+	g, err := parseGeneration(flags.Arg(0))
 	if err != nil {
 		logger.Error("backup restore did not start", "error", err.Error())
 		return 2
@@ -141,6 +141,11 @@ func runRestore(ctx context.Context, args []string, getenv func(string) string, 
 	logger.Info("restored", "generation", g.Name(), "path", result.Path, "files", result.Files)
 	printLoadCommands(stdout, g, result.Path)
 	return 0
+}
+
+// parseGeneration accepts a generation's name with or without ".age".
+func parseGeneration(name string) (backup.Generation, error) {
+	return backup.ParseName(strings.TrimSuffix(name, backup.CopySuffix))
 }
 
 // restorerFor builds the restorer: the claim with --claim, else the
