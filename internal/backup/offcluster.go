@@ -2,7 +2,6 @@ package backup
 
 import (
 	"context"
-	"crypto/md5" //nolint:gosec // Content-MD5 is what S3 checks a part's body against; SHA-256 carries the integrity
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -17,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"filippo.io/age"
@@ -143,10 +143,11 @@ func PlanParts(size, configured int64) (int64, error) {
 // becomes: a header of well under 1 KiB and 16 bytes per 64 KiB chunk.
 func ciphertextBound(size int64) int64 { return size + (size/(64<<10)+1)*16 + 4096 }
 
-// Sums are a body's digests as S3 wants them.
+// Sums are a body's digests as S3 wants them. SHA-256 alone: signed in
+// x-amz-content-sha256 it is a stronger check than Content-MD5, which would
+// cost a second pass over every byte.
 type Sums struct {
 	SHA256 []byte
-	MD5    []byte
 }
 
 // SHA256Hex is the x-amz-content-sha256 value.
@@ -154,9 +155,6 @@ func (s Sums) SHA256Hex() string { return hex.EncodeToString(s.SHA256) }
 
 // SHA256Base64 is the x-amz-checksum-sha256 value.
 func (s Sums) SHA256Base64() string { return base64.StdEncoding.EncodeToString(s.SHA256) }
-
-// MD5Base64 is the Content-MD5 value.
-func (s Sums) MD5Base64() string { return base64.StdEncoding.EncodeToString(s.MD5) }
 
 // Part is one staged part of a copy, with its place in the staged file.
 type Part struct {
@@ -439,24 +437,46 @@ func encryptInto(ctx context.Context, w *partSplitter, src io.Reader, recipient 
 // within its first part goes as one PUT; anything longer is a multipart
 // upload, aborted on any failure so no half-upload is left to bill.
 func (o OffClusterCopy) sendParts(ctx context.Context, staged *os.File, key string, ready <-chan stagedPart, splitter *partSplitter) (sentCopy, error) {
-	var parts []Part
-	var etags []string
-	upload := ""
-	abort := func() {
+	var (
+		parts   []Part
+		etags   []string
+		upload  string
+		mu      sync.Mutex
+		failed  error
+		wg      sync.WaitGroup
+		flights = make(chan struct{}, uploadsInFlight)
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if failed == nil {
+			failed = err
+		}
+		mu.Unlock()
+	}
+	firstFailure := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return failed
+	}
+	abort := func(err error) (sentCopy, error) {
+		wg.Wait()
 		if upload != "" {
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			_ = o.Store.AbortMultipart(actx, key, upload)
 			cancel()
 		}
+		return sentCopy{}, err
 	}
 	for p := range ready {
 		if p.Number == 1 && p.last {
 			// The whole copy is this one part: one PUT.
-			whole := splitter.whole()
-			if err := o.Store.Put(ctx, key, io.NewSectionReader(staged, 0, p.Size), p.Size, whole); err != nil {
+			if err := o.Store.Put(ctx, key, io.NewSectionReader(staged, 0, p.Size), p.Size, p.Sums); err != nil {
 				return sentCopy{}, fmt.Errorf("upload %s: %w", key, err)
 			}
-			return sentCopy{size: p.Size, whole: whole}, nil
+			return sentCopy{size: p.Size, whole: p.Sums}, nil
+		}
+		if err := firstFailure(); err != nil {
+			return abort(err)
 		}
 		if p.Size == 0 { // the copy ended exactly on a part boundary
 			continue
@@ -468,28 +488,44 @@ func (o OffClusterCopy) sendParts(ctx context.Context, staged *os.File, key stri
 			}
 			upload = id
 		}
-		etag, err := o.Store.PutPart(ctx, key, upload, p.Part, io.NewSectionReader(staged, p.Offset, p.Size))
-		if err != nil {
-			abort()
-			return sentCopy{}, fmt.Errorf("upload part %d of %s: %w", p.Number, key, err)
-		}
+		mu.Lock()
 		parts = append(parts, p.Part)
-		etags = append(etags, etag)
+		etags = append(etags, "")
+		mu.Unlock()
+		flights <- struct{}{}
+		wg.Add(1)
+		go func(p Part) {
+			defer func() { <-flights; wg.Done() }()
+			etag, err := o.Store.PutPart(ctx, key, upload, p, io.NewSectionReader(staged, p.Offset, p.Size))
+			if err != nil {
+				fail(fmt.Errorf("upload part %d of %s: %w", p.Number, key, err))
+				return
+			}
+			mu.Lock()
+			etags[p.Number-1] = etag
+			mu.Unlock()
+		}(p.Part)
+	}
+	wg.Wait()
+	if err := firstFailure(); err != nil {
+		return abort(err)
 	}
 	if err := ctx.Err(); err != nil {
-		abort()
-		return sentCopy{}, err
+		return abort(err)
 	}
 	if !splitter.finished {
-		abort()
-		return sentCopy{}, errors.New("the copy was not staged whole")
+		return abort(errors.New("the copy was not staged whole"))
 	}
 	if err := o.Store.CompleteMultipart(ctx, key, upload, parts, etags); err != nil {
-		abort()
-		return sentCopy{}, fmt.Errorf("complete the upload of %s: %w", key, err)
+		return abort(fmt.Errorf("complete the upload of %s: %w", key, err))
 	}
-	return sentCopy{size: splitter.size(), whole: splitter.whole(), parts: parts}, nil
+	return sentCopy{size: splitter.offset + splitter.filled, parts: parts}, nil
 }
+
+// uploadsInFlight is how many parts upload at once: enough to keep the link
+// busy while a part's request is answered, each read from the staged file
+// rather than held in memory.
+const uploadsInFlight = 3
 
 // partSplitter writes the ciphertext to the staged file and hands over each
 // part, with its digests, as soon as it is complete.
@@ -498,10 +534,9 @@ type partSplitter struct {
 	partSize int64
 	ready    chan<- stagedPart
 
-	wholeSHA, wholeMD5 hash.Hash
-	partSHA, partMD5   hash.Hash
-	number             int
-	offset, filled     int64
+	partSHA        hash.Hash
+	number         int
+	offset, filled int64
 	// finished is set before the last part is sent, so a receiver that has
 	// the last part reads it safely.
 	finished bool
@@ -517,9 +552,8 @@ type stagedPart struct {
 func newPartSplitter(out *os.File, partSize int64, ready chan<- stagedPart) *partSplitter {
 	return &partSplitter{
 		out: out, partSize: partSize, ready: ready,
-		wholeSHA: sha256.New(), wholeMD5: md5.New(), //nolint:gosec // see the import
-		partSHA: sha256.New(), partMD5: md5.New(), //nolint:gosec // see the import
-		number: 1,
+		partSHA: sha256.New(),
+		number:  1,
 	}
 }
 
@@ -531,10 +565,7 @@ func (s *partSplitter) Write(p []byte) (int, error) {
 		if _, err := s.out.Write(chunk); err != nil {
 			return written, fmt.Errorf("stage the copy: %w", err)
 		}
-		s.wholeSHA.Write(chunk)
-		s.wholeMD5.Write(chunk)
 		s.partSHA.Write(chunk)
-		s.partMD5.Write(chunk)
 		s.filled += int64(len(chunk))
 		written += len(chunk)
 		p = p[len(chunk):]
@@ -548,12 +579,11 @@ func (s *partSplitter) Write(p []byte) (int, error) {
 // emit hands the current part over and starts the next.
 func (s *partSplitter) emit(last bool) {
 	s.ready <- stagedPart{last: last, Part: Part{Number: s.number, Offset: s.offset, Size: s.filled,
-		Sums: Sums{SHA256: s.partSHA.Sum(nil), MD5: s.partMD5.Sum(nil)}}}
+		Sums: Sums{SHA256: s.partSHA.Sum(nil)}}}
 	s.number++
 	s.offset += s.filled
 	s.filled = 0
 	s.partSHA.Reset()
-	s.partMD5.Reset()
 }
 
 // finish hands over the last part (possibly empty) and marks the copy whole.
@@ -565,9 +595,3 @@ func (s *partSplitter) finish() error {
 	s.emit(true)
 	return nil
 }
-
-func (s *partSplitter) whole() Sums {
-	return Sums{SHA256: s.wholeSHA.Sum(nil), MD5: s.wholeMD5.Sum(nil)}
-}
-
-func (s *partSplitter) size() int64 { return s.offset + s.filled }

@@ -64,7 +64,7 @@ func putOptions() minio.PutObjectOptions {
 func (s *S3Store) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, sums Sums) error {
 	opts := putOptions()
 	opts.UserMetadata = map[string]string{"x-amz-checksum-sha256": sums.SHA256Base64()}
-	_, err := s.core.PutObject(ctx, s.bucket, key, body, size, sums.MD5Base64(), sums.SHA256Hex(), opts)
+	_, err := s.core.PutObject(ctx, s.bucket, key, body, size, "", sums.SHA256Hex(), opts)
 	return err
 }
 
@@ -80,7 +80,7 @@ func (s *S3Store) PutPart(ctx context.Context, key, upload string, part Part, bo
 	header := http.Header{}
 	header.Set("x-amz-checksum-sha256", part.Sums.SHA256Base64())
 	uploaded, err := s.core.PutObjectPart(ctx, s.bucket, key, upload, part.Number, body, part.Size, minio.PutObjectPartOptions{
-		Md5Base64: part.Sums.MD5Base64(), Sha256Hex: part.Sums.SHA256Hex(),
+		Sha256Hex:            part.Sums.SHA256Hex(),
 		DisableContentSha256: true, CustomHeader: header,
 	})
 	if err != nil {
