@@ -483,3 +483,64 @@ func TestTheAgeCommandDecryptsACopy(t *testing.T) {
 		t.Fatalf("sub/b.txt decrypted as %q", b)
 	}
 }
+
+// bytesMethod writes fixed bytes as a generation of the named method.
+type bytesMethod struct {
+	name string
+	body []byte
+}
+
+func (m bytesMethod) Name() string { return m.name }
+
+func (m bytesMethod) Write(_ context.Context, w io.Writer) error {
+	_, err := w.Write(m.body)
+	return err
+}
+
+func TestDrillChecksDumpsAndDefinitions(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	definitions, err := os.ReadFile(filepath.Join("testdata", "definitions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		method string
+		body   []byte
+		ok     bool
+	}{
+		{"postgres", []byte(goodDump), true},
+		{"postgres", []byte(goodDump[:strings.Index(goodDump, `\.`)]), false},
+		{"rabbitmq", definitions, true},
+		{"rabbitmq", []byte(`{"users":[]}`), false},
+	}
+	for i, c := range cases {
+		claim := t.TempDir()
+		g := Generation{Method: c.method, Time: time.Date(2026, 10, 26, 3, i, 0, 0, time.UTC)}
+		path, err := writeGeneration(t, claim, g, bytesMethod{c.method, c.body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.copier(t, f.store(t, ""), 10, MinPartSize).Copy(ctx, g, path); err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.restorer(t).Drill(ctx, t.TempDir())
+		if (err == nil) != c.ok {
+			t.Errorf("%s case %d: drill said %v", c.method, i, err)
+		}
+
+		// The claim's copy restores too, into a file, byte for byte.
+		target := t.TempDir()
+		restored, err := Restorer{ClaimDir: claim}.Restore(ctx, g, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(restored.Path); !bytes.Equal(got, c.body) {
+			t.Errorf("%s case %d: the claim's copy restored as %q", c.method, i, got)
+		}
+		gens, err := Restorer{ClaimDir: claim}.List(ctx)
+		if err != nil || len(gens) != 1 || gens[0] != g {
+			t.Errorf("the claim lists %v, %v", gens, err)
+		}
+	}
+}

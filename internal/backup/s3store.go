@@ -2,7 +2,6 @@ package backup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -158,10 +157,4 @@ func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 // Remove implements ObjectStore.
 func (s *S3Store) Remove(ctx context.Context, key string) error {
 	return s.core.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{})
-}
-
-// IsNotFound reports whether err is S3's answer for a missing key.
-func IsNotFound(err error) bool {
-	var resp minio.ErrorResponse
-	return errors.As(err, &resp) && (resp.Code == "NoSuchKey" || resp.StatusCode == http.StatusNotFound)
 }
