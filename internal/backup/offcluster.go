@@ -311,10 +311,10 @@ func (o OffClusterCopy) Copy(ctx context.Context, g Generation, path string) err
 	}
 	started := now()
 	staging := filepath.Join(filepath.Dir(path), OffClusterStaging)
-	if err := os.RemoveAll(staging); err != nil {
+	if err := os.RemoveAll(staging); err != nil { //nolint:gosec // a fixed folder name beside the generation on the locked claim
 		return fmt.Errorf("clear %s: %w", staging, err)
 	}
-	if err := os.MkdirAll(staging, 0o700); err != nil {
+	if err := os.MkdirAll(staging, 0o700); err != nil { //nolint:gosec // as above
 		return fmt.Errorf("create %s: %w", staging, err)
 	}
 	defer os.RemoveAll(staging)

@@ -510,7 +510,7 @@ func TestDrillChecksDumpsAndDefinitions(t *testing.T) {
 		ok     bool
 	}{
 		{"postgres", []byte(goodDump), true},
-		{"postgres", []byte(goodDump[:strings.Index(goodDump, `\.`)]), false},
+		{"postgres", []byte(cutBefore(goodDump, `\.`)), false},
 		{"rabbitmq", definitions, true},
 		{"rabbitmq", []byte(`{"users":[]}`), false},
 	}
