@@ -105,8 +105,10 @@ func startMinIO(ctx context.Context, bin string) (*MinIO, error) {
 		log:       &lockedBuffer{},
 		home:      home,
 	}
-	// Both listeners are named with 127.0.0.1: left to itself the console
-	// picks a port on every interface, and the API also answers on [::1].
+	// The API listens on 127.0.0.1 and, whatever the flags say, on every
+	// other loopback address (MinIO adds them all for its console; there is
+	// no switch to drop [::1]), so it is never reachable from outside the
+	// machine. The console is named a loopback port too and is turned off.
 	m.cmd = exec.Command(bin, "server", "--quiet", "--anonymous",
 		"--address", m.Endpoint, "--console-address", "127.0.0.1:"+strconv.Itoa(consolePort),
 		"--certs-dir", filepath.Join(home, "certs"), data)
