@@ -1,7 +1,9 @@
 // Command backup writes one generation of a volume (files), a PostgreSQL
 // server (postgres) or a RabbitMQ broker's definitions (rabbitmq) onto the
-// backup claim, prunes the claim, and exits: 0 only when the generation is
-// complete and durable.
+// backup claim, copies it off the cluster when a destination is set, prunes,
+// and exits: 0 only when the generation is complete and durable (and, with a
+// destination, copied and verified). "backup restore" and "backup drill" read
+// the generations back.
 package main
 
 import (
@@ -22,17 +24,20 @@ import (
 
 func main() {
 	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Getenv, time.Now, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, time.Now, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-const usage = "usage: backup files|postgres|rabbitmq"
+const usage = "usage: backup files|postgres|rabbitmq | backup restore [flags] [generation] | backup drill [flags]"
 
-// run is the whole job, handed its arguments, environment, clock and log
-// output so a test runs it end to end.
-func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stderr io.Writer) int {
+// run is the whole job, handed its arguments, environment, clock and
+// outputs so a test runs it end to end.
+func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	if len(args) > 0 && (args[0] == "restore" || args[0] == "drill") {
+		return runRestore(ctx, args, getenv, stdout, logger)
+	}
 	job, err := configure(args, getenv, logger)
 	if err != nil {
 		logger.Error("backup did not start", "error", err.Error())
@@ -40,6 +45,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	}
 	job.Now = now
 	job.Logger = logger
+	if copier, ok := job.OffCluster.(*backup.OffClusterCopy); ok {
+		copier.Now, copier.Logger = now, logger
+	}
 	result, err := job.Run(ctx)
 	if err != nil {
 		logger.Error("backup failed", "method", job.Method.Name(), "error", err.Error())
@@ -97,6 +105,13 @@ func configure(args []string, getenv func(string) string, logger *slog.Logger) (
 	}
 	if err := env.Err(); err != nil {
 		return backup.Job{}, err
+	}
+	copier, err := offCluster(getenv, retain)
+	if err != nil {
+		return backup.Job{}, err
+	}
+	if copier != nil {
+		job.OffCluster = copier
 	}
 	return job, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func TestFilesRunEndToEnd(t *testing.T) {
 	}
 	vars := map[string]string{"BACKUP_RETAIN": "2", "BACKUP_SOURCE_DIR": source, "BACKUP_DIR": dir}
 	var out bytes.Buffer
-	if code := run(context.Background(), []string{"files"}, env(vars), clock, &out); code != 0 {
+	if code := run(context.Background(), []string{"files"}, env(vars), clock, io.Discard, &out); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "files-20261026T031500Z.tar.gz")); err != nil {
@@ -55,7 +56,7 @@ func TestFilesRunEndToEnd(t *testing.T) {
 
 	vars["BACKUP_ROLLBACK"] = "rb-42"
 	out.Reset()
-	if code := run(context.Background(), []string{"files"}, env(vars), clock, &out); code != 0 {
+	if code := run(context.Background(), []string{"files"}, env(vars), clock, io.Discard, &out); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "rollback-rb-42-files-20261026T031500Z.tar.gz")); err != nil {
@@ -104,7 +105,7 @@ func TestEveryBadSettingStopsTheRunWithOneLine(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if code := run(context.Background(), c.args, env(c.vars), clock, &out); code != 2 {
+			if code := run(context.Background(), c.args, env(c.vars), clock, io.Discard, &out); code != 2 {
 				t.Fatalf("exit %d", code)
 			}
 			lines := logLines(t, &out)
@@ -124,7 +125,7 @@ func TestAFailedRunExitsNonZeroNamingTheCause(t *testing.T) {
 	vars := map[string]string{"BACKUP_RETAIN": "1", "BACKUP_DIR": dir, "BACKUP_HOST": "127.0.0.1", "BACKUP_PORT": "1",
 		"RABBITMQ_USERNAME": "u", "RABBITMQ_PASSWORD": "p"}
 	var out bytes.Buffer
-	if code := run(context.Background(), []string{"rabbitmq"}, env(vars), clock, &out); code != 1 {
+	if code := run(context.Background(), []string{"rabbitmq"}, env(vars), clock, io.Discard, &out); code != 1 {
 		t.Fatalf("exit %d", code)
 	}
 	lines := logLines(t, &out)

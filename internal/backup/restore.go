@@ -1,0 +1,530 @@
+package backup
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"filippo.io/age"
+)
+
+// Restorer reads generations back: from the off-cluster destination when
+// Store is set (each copy verified against the provider's checksums and
+// decrypted with Identities), else from the claim at ClaimDir.
+type Restorer struct {
+	Store       ObjectStore
+	Destination Destination
+	Identities  []age.Identity
+	ClaimDir    string
+}
+
+// List names the generations there, newest first. Rollback copies on the
+// claim are listed too; they never go off the cluster.
+func (r Restorer) List(ctx context.Context) ([]Generation, error) {
+	if r.Store != nil {
+		names, err := r.Store.List(ctx, r.Destination.listPrefix())
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", r.Destination, err)
+		}
+		return CopyNames(names), nil
+	}
+	entries, err := os.ReadDir(r.ClaimDir)
+	if err != nil {
+		return nil, fmt.Errorf("list the backup claim: %w", err)
+	}
+	var gens []Generation
+	for _, e := range entries {
+		if g, err := ParseName(e.Name()); err == nil && g.Name() == e.Name() && e.Type().IsRegular() {
+			gens = append(gens, g)
+		}
+	}
+	sortNewestFirst(gens)
+	return gens, nil
+}
+
+func sortNewestFirst(gens []Generation) {
+	slices.SortStableFunc(gens, func(a, b Generation) int {
+		if c := b.Time.Compare(a.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name(), b.Name())
+	})
+}
+
+// Restored is a generation read back whole and verified.
+type Restored struct {
+	Generation Generation
+	// Path is the folder the files were unpacked into, or the dump or
+	// definitions file written.
+	Path      string
+	Files     int // regular files unpacked
+	Databases int // SQLite databases among them that passed integrity_check (drill only)
+}
+
+// Restore reads generation g and writes it under target: a files archive is
+// unpacked into target (which must be empty or absent), a dump or the
+// definitions become one file in target. Nothing appears in target unless
+// the whole generation was read, verified and decrypted.
+func (r Restorer) Restore(ctx context.Context, g Generation, target string) (Restored, error) {
+	if err := os.MkdirAll(target, 0o700); err != nil {
+		return Restored{}, fmt.Errorf("create %s: %w", target, err)
+	}
+	work, err := os.MkdirTemp(target, ".restore-partial-")
+	if err != nil {
+		return Restored{}, fmt.Errorf("create the restore's work folder: %w", err)
+	}
+	defer os.RemoveAll(work)
+
+	result := Restored{Generation: g}
+	err = r.read(ctx, g, func(plain io.Reader) error {
+		if g.Method == "files" {
+			n, err := unpack(ctx, plain, work)
+			result.Files = n
+			return err
+		}
+		return writeFile(plain, filepath.Join(work, strings.TrimSuffix(g.Name(), ".gz")))
+	})
+	if err != nil {
+		return Restored{}, err
+	}
+	if g.Method == "files" {
+		if err := moveInto(work, target); err != nil {
+			return Restored{}, err
+		}
+		result.Path = target
+		return result, nil
+	}
+	name := strings.TrimSuffix(g.Name(), ".gz")
+	result.Path = filepath.Join(target, name)
+	if err := os.Rename(filepath.Join(work, name), result.Path); err != nil {
+		return Restored{}, fmt.Errorf("publish %s: %w", name, err)
+	}
+	return result, nil
+}
+
+// read opens generation g, verifies and decrypts it, and hands the
+// decompressed bytes to consume. It fails unless every byte was read and
+// matched the provider's checksums, the age authentication and gzip's CRC.
+func (r Restorer) read(ctx context.Context, g Generation, consume func(io.Reader) error) error {
+	var raw io.Reader
+	var verifier *checksumReader
+	if r.Store != nil {
+		key := r.Destination.Key(g.Name())
+		stored, err := r.Store.Stat(ctx, key)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", key, err)
+		}
+		body, err := r.Store.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("fetch %s: %w", key, err)
+		}
+		defer body.Close()
+		verifier = newChecksumReader(body, stored)
+		plain, err := age.Decrypt(verifier, r.Identities...)
+		if err != nil {
+			return fmt.Errorf("decrypt %s: %w", key, err)
+		}
+		raw = plain
+	} else {
+		f, err := os.Open(filepath.Join(r.ClaimDir, g.Name())) //nolint:gosec // a generation name ParseName accepted, on the operator's claim
+		if err != nil {
+			return fmt.Errorf("open %s: %w", g.Name(), err)
+		}
+		defer f.Close()
+		raw = f
+	}
+	zr, err := gzip.NewReader(raw)
+	if err != nil {
+		return fmt.Errorf("%s is not gzip: %w", g.Name(), err)
+	}
+	if err := consume(zr); err != nil {
+		return fmt.Errorf("%s: %w", g.Name(), err)
+	}
+	// Read to the very end, so gzip's CRC, age's last chunk and the
+	// provider's checksums are all checked, whatever the consumer left.
+	if _, err := io.Copy(io.Discard, zr); err != nil { //nolint:gosec // discarded, so no size is too large
+		return fmt.Errorf("%s: %w", g.Name(), err)
+	}
+	if _, err := io.Copy(io.Discard, raw); err != nil {
+		return fmt.Errorf("%s: %w", g.Name(), err)
+	}
+	if verifier != nil {
+		return verifier.verify()
+	}
+	return nil
+}
+
+// checksumReader hashes an object as it is read, part by part where the
+// provider stored parts, and compares with what the provider recorded.
+type checksumReader struct {
+	r       io.Reader
+	stored  Stored
+	whole   hash.Hash
+	part    hash.Hash
+	index   int   // part being read
+	inPart  int64 // bytes of it read
+	read    int64
+	partSum [][]byte
+	eof     bool
+}
+
+func newChecksumReader(r io.Reader, stored Stored) *checksumReader {
+	return &checksumReader{r: r, stored: stored, whole: sha256.New(), part: sha256.New()}
+}
+
+func (c *checksumReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.consume(p[:n])
+	if errors.Is(err, io.EOF) {
+		c.eof = true
+		if verr := c.verify(); verr != nil {
+			return n, verr
+		}
+	}
+	return n, err
+}
+
+func (c *checksumReader) consume(b []byte) {
+	c.read += int64(len(b))
+	c.whole.Write(b)
+	for len(b) > 0 && c.index < len(c.stored.Parts) {
+		room := c.stored.Parts[c.index].Size - c.inPart
+		chunk := b[:min(int64(len(b)), room)]
+		c.part.Write(chunk)
+		c.inPart += int64(len(chunk))
+		b = b[len(chunk):]
+		if c.inPart == c.stored.Parts[c.index].Size {
+			c.partSum = append(c.partSum, c.part.Sum(nil))
+			c.part.Reset()
+			c.inPart = 0
+			c.index++
+		}
+	}
+}
+
+func (c *checksumReader) verify() error {
+	if !c.eof {
+		return errors.New("the copy was not read to its end")
+	}
+	if c.read != c.stored.Size {
+		return fmt.Errorf("read %d bytes, the provider records %d", c.read, c.stored.Size)
+	}
+	if len(c.stored.Parts) == 0 {
+		if got := base64.StdEncoding.EncodeToString(c.whole.Sum(nil)); got != c.stored.ChecksumSHA256 {
+			return fmt.Errorf("the copy's SHA-256 is %s, the provider records %q", got, c.stored.ChecksumSHA256)
+		}
+		return nil
+	}
+	parts := make([]Part, len(c.partSum))
+	for i, sum := range c.partSum {
+		parts[i] = Part{Number: c.stored.Parts[i].Number, Size: c.stored.Parts[i].Size, Sums: Sums{SHA256: sum}}
+	}
+	return VerifyStored(c.stored, c.read, Sums{}, parts)
+}
+
+// unpack extracts a tar stream into dir, refusing any entry that would leave
+// it, and returns the number of regular files.
+func unpack(ctx context.Context, r io.Reader, dir string) (int, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	tr := tar.NewReader(r)
+	buf := make([]byte, 1<<20)
+	files := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return files, err
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return files, fmt.Errorf("read the archive: %w", err)
+		}
+		name := filepath.Clean(strings.TrimSuffix(hdr.Name, "/"))
+		if !filepath.IsLocal(name) {
+			return files, fmt.Errorf("archive entry %q leaves the target", hdr.Name)
+		}
+		if parent := filepath.Dir(name); parent != "." {
+			if err := root.MkdirAll(parent, 0o755); err != nil {
+				return files, fmt.Errorf("create %s: %w", parent, err)
+			}
+		}
+		mode := hdr.FileInfo().Mode().Perm()
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := root.MkdirAll(name, mode|0o700); err != nil {
+				return files, fmt.Errorf("create %s: %w", name, err)
+			}
+		case tar.TypeSymlink:
+			if err := root.Symlink(hdr.Linkname, name); err != nil {
+				return files, fmt.Errorf("link %s: %w", name, err)
+			}
+		case tar.TypeReg:
+			f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+			if err != nil {
+				return files, fmt.Errorf("create %s: %w", name, err)
+			}
+			// A restore writes back what the backup archived, whatever its size.
+			_, err = io.CopyBuffer(f, tr, buf) //nolint:gosec // our own authenticated archive
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return files, fmt.Errorf("write %s: %w", name, err)
+			}
+			files++
+			_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
+		default:
+			return files, fmt.Errorf("archive entry %q has type %q, which the backup never writes", hdr.Name, string(hdr.Typeflag))
+		}
+	}
+}
+
+// moveInto moves what work holds into target, refusing to overwrite.
+func moveInto(work, target string) error {
+	entries, err := os.ReadDir(work)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		dst := filepath.Join(target, e.Name())
+		if _, err := os.Lstat(dst); err == nil {
+			return fmt.Errorf("%s already exists; restore into an empty folder", dst)
+		}
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(work, e.Name()), filepath.Join(target, e.Name())); err != nil {
+			return fmt.Errorf("publish %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+func writeFile(r io.Reader, path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) //nolint:gosec // inside the restore's work folder
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Drill restores the newest off-cluster copy into scratch and checks it:
+// the archive reads whole, every SQLite database in it passes
+// integrity_check, a dump or the definitions parse. scratch is emptied after.
+func (r Restorer) Drill(ctx context.Context, scratch string) (Restored, error) {
+	gens, err := r.List(ctx)
+	if err != nil {
+		return Restored{}, err
+	}
+	if len(gens) == 0 {
+		return Restored{}, errors.New("no generation to drill")
+	}
+	g := gens[0]
+	work, err := os.MkdirTemp(scratch, ".drill-")
+	if err != nil {
+		return Restored{}, fmt.Errorf("create the drill's folder: %w", err)
+	}
+	defer os.RemoveAll(work)
+	restored, err := r.Restore(ctx, g, work)
+	if err != nil {
+		return restored, err
+	}
+	switch g.Method {
+	case "files":
+		n, err := checkDatabases(ctx, work)
+		restored.Databases = n
+		if err != nil {
+			return restored, fmt.Errorf("%s: %w", g.Name(), err)
+		}
+	case "postgres":
+		if err := checkFile(restored.Path, CheckDump); err != nil {
+			return restored, fmt.Errorf("%s: %w", g.Name(), err)
+		}
+	case "rabbitmq":
+		if err := checkFile(restored.Path, func(r io.Reader) error {
+			body, err := io.ReadAll(io.LimitReader(r, maxDefinitions+1))
+			if err != nil {
+				return err
+			}
+			_, err = ParseDefinitions(body)
+			return err
+		}); err != nil {
+			return restored, fmt.Errorf("%s: %w", g.Name(), err)
+		}
+	}
+	return restored, nil
+}
+
+func checkFile(path string, check func(io.Reader) error) error {
+	f, err := os.Open(path) //nolint:gosec // the file the drill just restored
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return check(bufio.NewReaderSize(f, 1<<20))
+}
+
+// checkDatabases runs integrity_check on every SQLite database under dir.
+func checkDatabases(ctx context.Context, dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(path) //nolint:gosec // a file the drill restored
+		if err != nil {
+			return err
+		}
+		isDB := isSQLite(f)
+		f.Close()
+		if !isDB {
+			return nil
+		}
+		n++
+		if err := integrityCheck(ctx, path); err != nil {
+			rel, _ := filepath.Rel(dir, path)
+			return fmt.Errorf("SQLite database %s: %w", rel, err)
+		}
+		return nil
+	})
+	return n, err
+}
+
+func integrityCheck(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&immutable=1")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("integrity_check: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("integrity_check: %w", err)
+		}
+		if line != "ok" && len(problems) < 3 {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("integrity_check: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity_check: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Lines pg_dumpall writes first and last; a dump without both was cut short.
+var (
+	dumpHead = []byte("-- PostgreSQL database cluster dump")
+	dumpTail = []byte("-- PostgreSQL database cluster dump complete")
+)
+
+// CheckDump checks that r holds a whole plain pg_dumpall: its opening and
+// closing banners, and every COPY … FROM stdin block ended by "\.". Lines of
+// any length are read in bounded memory.
+func CheckDump(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var sawHead, inCopy bool
+	var last []byte
+	lineNo := 0
+	for {
+		line, more, err := readLineStart(br)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		lineNo++
+		trimmed := bytes.TrimRight(line, "\r")
+		switch {
+		case inCopy:
+			if !more && bytes.Equal(trimmed, []byte(`\.`)) {
+				inCopy = false
+			}
+		case !sawHead:
+			if bytes.Equal(trimmed, dumpHead) {
+				sawHead = true
+			} else if len(bytes.TrimSpace(trimmed)) > 0 && !bytes.HasPrefix(trimmed, []byte("--")) {
+				return fmt.Errorf("line %d: a statement before the pg_dumpall banner", lineNo)
+			}
+		case bytes.HasPrefix(trimmed, []byte("COPY ")) && !more && bytes.HasSuffix(trimmed, []byte(" FROM stdin;")):
+			inCopy = true
+		}
+		// pg_dumpall frames its banners with bare "--" lines.
+		if t := bytes.TrimSpace(trimmed); len(t) > 0 && !bytes.Equal(t, []byte("--")) {
+			last = append(last[:0], trimmed...)
+		}
+	}
+	switch {
+	case !sawHead:
+		return errors.New("not a pg_dumpall dump: no banner")
+	case inCopy:
+		return errors.New(`the dump ends inside a COPY block`)
+	case !bytes.Equal(last, dumpTail):
+		return errors.New("the dump was cut short: no closing banner")
+	}
+	return nil
+}
+
+// readLineStart returns the first 4 KiB of the next line and whether the
+// line went on beyond them; the rest of a long line is skipped.
+func readLineStart(br *bufio.Reader) ([]byte, bool, error) {
+	const keep = 4 << 10
+	var start []byte
+	more := false
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) && (len(start) > 0 || more) {
+				return start, more, nil
+			}
+			return nil, false, err
+		}
+		if room := keep - len(start); room > 0 {
+			start = append(start, chunk[:min(len(chunk), room)]...)
+			if len(chunk) > room {
+				more = true
+			}
+		} else if len(chunk) > 0 {
+			more = true
+		}
+		if !isPrefix {
+			return start, more, nil
+		}
+	}
+}

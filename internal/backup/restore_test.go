@@ -1,0 +1,96 @@
+package backup
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func tarOf(t *testing.T, entries ...tar.Header) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range entries {
+		h.Mode = 0o644
+		body := []byte(strings.Repeat("x", int(h.Size)))
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestUnpack(t *testing.T) {
+	dir := t.TempDir()
+	n, err := unpack(context.Background(), bytes.NewReader(tarOf(t,
+		tar.Header{Name: "d/", Typeflag: tar.TypeDir},
+		tar.Header{Name: "d/e/f.txt", Typeflag: tar.TypeReg, Size: 3},
+		tar.Header{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "d/e/f.txt"},
+	)), dir)
+	if err != nil || n != 1 {
+		t.Fatalf("unpacked %d: %v", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "link")); string(b) != "xxx" {
+		t.Fatalf("link reads %q", b)
+	}
+	for name, entry := range map[string]tar.Header{
+		"an entry leaving the target":  {Name: "../escape", Typeflag: tar.TypeReg, Size: 1},
+		"an absolute entry":            {Name: "/etc/passwd", Typeflag: tar.TypeReg, Size: 1},
+		"a device":                     {Name: "dev", Typeflag: tar.TypeChar},
+		"a file through a symlink out": {Name: "out/x", Typeflag: tar.TypeReg, Size: 1},
+	} {
+		dir := t.TempDir()
+		if err := os.Symlink("/tmp", filepath.Join(dir, "out")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unpack(context.Background(), bytes.NewReader(tarOf(t, entry)), dir); err == nil {
+			t.Errorf("%s: unpacked", name)
+		}
+	}
+	if _, err := unpack(context.Background(), strings.NewReader("not a tar archive at all, but long enough to be read as a header block"), t.TempDir()); err == nil {
+		t.Error("unpacked garbage")
+	}
+}
+
+func TestRestoreRefusesToOverwrite(t *testing.T) {
+	target := t.TempDir()
+	work := filepath.Join(target, ".w")
+	if err := os.MkdirAll(filepath.Join(work, "a"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(target, "a"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := moveInto(work, target); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("moveInto: %v", err)
+	}
+}
+
+func TestRestoreFromTheClaimFailsOnAMissingOrBrokenGeneration(t *testing.T) {
+	claim := t.TempDir()
+	g := Generation{Method: "files", Time: time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)}
+	r := Restorer{ClaimDir: claim}
+	if _, err := r.Restore(context.Background(), g, t.TempDir()); err == nil {
+		t.Fatal("restored a missing generation")
+	}
+	if err := os.WriteFile(filepath.Join(claim, g.Name()), []byte("not gzip"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Restore(context.Background(), g, t.TempDir()); err == nil {
+		t.Fatal("restored a broken generation")
+	}
+	if _, err := (Restorer{ClaimDir: filepath.Join(claim, "absent")}).List(context.Background()); err == nil {
+		t.Fatal("listed an absent claim")
+	}
+}

@@ -1,0 +1,200 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// MinIOVersion is the MinIO scripts/test-binaries.sh builds.
+const MinIOVersion = "v0.0.0-20260212201848-7aac2a2c5b7c"
+
+// MinIOBuildCommand builds the MinIO binary; every failure to find it names it.
+const MinIOBuildCommand = "scripts/test-binaries.sh minio (make test runs it)"
+
+// MinIOBinary is the cached MinIO server: MINIO_BINARY when set, else the file
+// scripts/test-binaries.sh writes.
+func MinIOBinary() (string, error) {
+	bin := os.Getenv("MINIO_BINARY")
+	if bin == "" {
+		cache, err := CacheDir()
+		if err != nil {
+			return "", err
+		}
+		bin = filepath.Join(cache, "minio-"+MinIOVersion, "minio")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("no MinIO at %s: build it with %s", bin, MinIOBuildCommand)
+	}
+	return bin, nil
+}
+
+// MinIO is a running single-drive MinIO server on 127.0.0.1 that checks
+// Signature Version 4 on every request.
+type MinIO struct {
+	// Endpoint is host:port, without a scheme; the server speaks plain HTTP.
+	Endpoint  string
+	AccessKey string
+	SecretKey string
+	// DataDir holds the server's drive, so a test can damage what it stores.
+	DataDir string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *LogBuffer
+	home string
+	stop sync.Once
+}
+
+// URL is the endpoint as a client configures it: http://host:port.
+func (m *MinIO) URL() string { return "http://" + m.Endpoint }
+
+// StartMinIO starts a MinIO server on a fresh data folder; Stop ends it and
+// removes the data.
+func StartMinIO(ctx context.Context) (*MinIO, error) {
+	bin, err := MinIOBinary()
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	// A free port is only free until someone takes it; a start that loses the
+	// race is tried again on another.
+	for range 3 {
+		m, err := startMinIO(ctx, bin)
+		if err == nil {
+			return m, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+func startMinIO(ctx context.Context, bin string) (*MinIO, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	consolePort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.MkdirTemp("", "minio-data-")
+	if err != nil {
+		return nil, err
+	}
+	home, err := os.MkdirTemp("", "minio-home-")
+	if err != nil {
+		_ = os.RemoveAll(data)
+		return nil, err
+	}
+	m := &MinIO{
+		Endpoint:  "127.0.0.1:" + strconv.Itoa(port),
+		AccessKey: "minio-test-" + randomHex(4),
+		SecretKey: "minio-secret-" + randomHex(12),
+		DataDir:   data,
+		done:      make(chan struct{}),
+		log:       &LogBuffer{},
+		home:      home,
+	}
+	// The API listens on 127.0.0.1 and, whatever the flags say, on every
+	// other loopback address (MinIO adds them all for its console; there is
+	// no switch to drop [::1]), so it is never reachable from outside the
+	// machine. The console is named a loopback port too and is turned off.
+	m.cmd = exec.Command(bin, "server", "--quiet", "--anonymous",
+		"--address", m.Endpoint, "--console-address", "127.0.0.1:"+strconv.Itoa(consolePort),
+		"--certs-dir", filepath.Join(home, "certs"), data)
+	// A private HOME keeps the server's config and certs folder out of the
+	// user's; the browser console and update checks stay off.
+	m.cmd.Env = []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
+		"MINIO_ROOT_USER=" + m.AccessKey, "MINIO_ROOT_PASSWORD=" + m.SecretKey,
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CI_CD=1",
+	}
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	if err := m.cmd.Start(); err != nil {
+		_ = os.RemoveAll(data)
+		_ = os.RemoveAll(home)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() {
+		_ = m.cmd.Wait()
+		close(m.done)
+	}()
+	if err := m.waitReady(ctx); err != nil {
+		_ = m.Stop()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *MinIO) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL()+"/minio/health/ready", http.NoBody)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("readiness answered %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-m.done:
+			return fmt.Errorf("minio exited at start: %s", m.log.String())
+		case <-ctx.Done():
+			return fmt.Errorf("minio at %s not ready (%w): %s", m.Endpoint, errors.Join(last, ctx.Err()), m.log.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the server and removes its data.
+func (m *MinIO) Stop() error {
+	m.stop.Do(func() {
+		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-m.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+			<-m.done
+		}
+		_ = os.RemoveAll(m.DataDir)
+		_ = os.RemoveAll(m.home)
+	})
+	return nil
+}
+
+// Log is what the server printed so far.
+func (m *MinIO) Log() string { return m.log.String() }
+
+// NewMinIO starts a MinIO server for this test and stops it when the test
+// ends. A test that cannot have one fails, naming the command that builds it.
+func NewMinIO(t testing.TB) *MinIO {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, err := StartMinIO(ctx)
+	if err != nil {
+		t.Fatalf("no MinIO server for this test: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Stop() })
+	return m
+}
