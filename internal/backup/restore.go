@@ -423,28 +423,7 @@ func integrityCheck(ctx context.Context, path string) error {
 		return err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
-	if err != nil {
-		return fmt.Errorf("integrity_check: %w", err)
-	}
-	defer rows.Close()
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return fmt.Errorf("integrity_check: %w", err)
-		}
-		if line != "ok" && len(problems) < 3 {
-			problems = append(problems, line)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("integrity_check: %w", err)
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("integrity_check: %s", strings.Join(problems, "; "))
-	}
-	return nil
+	return integrityOf(ctx, db)
 }
 
 // Lines pg_dumpall writes first and last; a dump without both was cut short.

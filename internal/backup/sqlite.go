@@ -149,28 +149,7 @@ func foldAndCheck(ctx context.Context, staging *os.Root, path, staged string) er
 		if busy != 0 {
 			return errors.New("checkpoint: the copy is busy")
 		}
-		rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
-		if err != nil {
-			return fmt.Errorf("integrity_check: %w", err)
-		}
-		defer rows.Close()
-		var problems []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				return fmt.Errorf("integrity_check: %w", err)
-			}
-			if line != "ok" && len(problems) < 3 {
-				problems = append(problems, line)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("integrity_check: %w", err)
-		}
-		if len(problems) > 0 {
-			return fmt.Errorf("integrity_check: %s", strings.Join(problems, "; "))
-		}
-		return nil
+		return integrityOf(ctx, db)
 	}
 	err = check()
 	if cerr := db.Close(); err == nil && cerr != nil {
@@ -192,4 +171,31 @@ func removeStaged(staging *os.Root, staged string) {
 	for _, suffix := range companionSuffixes {
 		_ = staging.Remove(staged + suffix)
 	}
+}
+
+// integrityOf runs SQLite's integrity_check on db and names up to three of
+// the problems it reports.
+func integrityOf(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("integrity_check: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("integrity_check: %w", err)
+		}
+		if line != "ok" && len(problems) < 3 {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("integrity_check: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity_check: %s", strings.Join(problems, "; "))
+	}
+	return nil
 }

@@ -76,6 +76,24 @@ func AssetsDir() (string, error) {
 	return dir, nil
 }
 
+// cachedBinary is a built test server: the file the variable env names when
+// set, else name under folder in the cache. A missing one is an error naming
+// the command that builds it.
+func cachedBinary(env, folder, name, what, buildCommand string) (string, error) {
+	bin := os.Getenv(env)
+	if bin == "" {
+		cache, err := CacheDir()
+		if err != nil {
+			return "", err
+		}
+		bin = filepath.Join(cache, folder, name)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("no %s at %s: build it with %s", what, bin, buildCommand)
+	}
+	return bin, nil
+}
+
 // CacheDir is where the built test servers are kept, shared with the script.
 func CacheDir() (string, error) {
 	if dir := os.Getenv("DELIVERY_CACHE"); dir != "" {

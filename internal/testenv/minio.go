@@ -24,18 +24,7 @@ const MinIOBuildCommand = "scripts/test-binaries.sh minio (make test runs it)"
 // MinIOBinary is the cached MinIO server: MINIO_BINARY when set, else the file
 // scripts/test-binaries.sh writes.
 func MinIOBinary() (string, error) {
-	bin := os.Getenv("MINIO_BINARY")
-	if bin == "" {
-		cache, err := CacheDir()
-		if err != nil {
-			return "", err
-		}
-		bin = filepath.Join(cache, "minio-"+MinIOVersion, "minio")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("no MinIO at %s: build it with %s", bin, MinIOBuildCommand)
-	}
-	return bin, nil
+	return cachedBinary("MINIO_BINARY", "minio-"+MinIOVersion, "minio", "MinIO", MinIOBuildCommand)
 }
 
 // MinIO is a running single-drive MinIO server on 127.0.0.1 that checks

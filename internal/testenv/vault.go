@@ -32,18 +32,7 @@ const VaultBuildCommand = "scripts/test-binaries.sh vault (make test runs it)"
 // VaultBinary is the cached Vault server: VAULT_BINARY when set, else the file
 // scripts/test-binaries.sh writes.
 func VaultBinary() (string, error) {
-	bin := os.Getenv("VAULT_BINARY")
-	if bin == "" {
-		cache, err := CacheDir()
-		if err != nil {
-			return "", err
-		}
-		bin = filepath.Join(cache, "vault-"+VaultVersion, "vault")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("no Vault at %s: build it with %s", bin, VaultBuildCommand)
-	}
-	return bin, nil
+	return cachedBinary("VAULT_BINARY", "vault-"+VaultVersion, "vault", "Vault", VaultBuildCommand)
 }
 
 // Vault is a running Vault dev server on 127.0.0.1: in memory, unsealed, with
