@@ -129,7 +129,7 @@ func TestRunFailsWithOneLineNamingTheCause(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "c.json")
 			_ = os.WriteFile(f, []byte(`{"keys":[]}`), 0o600)
 			j.env["CATALOG_FILE"] = f
-		}, "does not follow its schema"},
+		}, "refused by its schema"},
 		"a missing catalog":            {func(*testing.T) { j.env["CATALOG_FILE"] = "/nonexistent/catalog.json" }, "no such file"},
 		"a role Vault lacks":           {func(*testing.T) { j.env["VAULT_ROLE"] = "someone-else" }, "login"},
 		"another auth mount":           {func(*testing.T) { j.env["VAULT_AUTH_PATH"] = "elsewhere" }, "auth/elsewhere"},
