@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
@@ -67,6 +68,9 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		logger.Error("bad setting", slog.String("error", err.Error()))
 		return 2
 	}
+	// The production prober dials each Canary service's cluster name itself,
+	// with no proxy and no redirect followed.
+	gate.UseProber(probe.New())
 	ln, err := listen(ctx, addr)
 	if err != nil {
 		logger.Error("listen", slog.String("addr", addr), slog.String("error", err.Error()))

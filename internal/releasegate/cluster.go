@@ -66,7 +66,9 @@ type Canary struct {
 	Name string
 	// Webhooks holds the metadata of each of the Canary's webhooks; the
 	// render writes the Application and revision into every one.
-	Webhooks         []map[string]string
+	Webhooks []map[string]string
+	// Port is spec.service.port, the port of <process>-canary; 0 when unset.
+	Port             int32
 	Phase            string
 	Iterations       int
 	LastAppliedSpec  string

@@ -71,6 +71,9 @@ type member struct {
 	image, primaryImage string
 	noPrimary           bool
 	pods                []pod
+	// paths is the JSON array the Canary's webhooks hand in metadata key
+	// "paths"; none when empty.
+	paths string
 }
 
 type pod struct {
@@ -141,13 +144,16 @@ data:
 			cRev = rev
 		}
 		if !m.noCanary {
-			hooks := ""
+			hooks, paths := "", ""
+			if m.paths != "" {
+				paths = fmt.Sprintf(", paths: %q", m.paths)
+			}
 			for _, h := range []struct{ name, typ string }{{"may-start", "confirm-rollout"}, {"checks", "rollout"}, {"may-promote", "confirm-promotion"}, {"rollback", "rollback"}} {
 				hooks += fmt.Sprintf(`
       - name: %s
         type: %s
         url: http://release-gate.delivery-system.svc.cluster.local:8080/%s
-        metadata: {application: %s, process: %s, revision: "%s"}`, h.name, h.typ, h.name, cApp, m.process, cRev)
+        metadata: {application: %s, process: %s, revision: "%s"%s}`, h.name, h.typ, h.name, cApp, m.process, cRev, paths)
 			}
 			doc(`apiVersion: flagger.app/v1beta1
 kind: Canary

@@ -17,12 +17,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
 
-// AnswerTimeout bounds the cluster reads of one answer, well inside Flagger's
-// default webhook timeout of 10 s, so a slow API server yields a 503 Flagger
-// reads rather than a timeout it cannot.
+// AnswerTimeout bounds the cluster reads and own requests of one answer, well
+// inside Flagger's default webhook timeout of 10 s, so a slow API server or
+// copy yields an answer Flagger reads rather than a timeout it cannot.
 const AnswerTimeout = 5 * time.Second
 
 // The webhooks, named as the render names them.
@@ -51,6 +52,7 @@ type Gate struct {
 	logger          *slog.Logger
 	notes           notes
 	reached         atomic.Bool
+	prober          Prober
 }
 
 // New builds a gate reading cluster, answering the pods flagger names.
@@ -64,7 +66,8 @@ func New(cluster Cluster, flagger FlaggerIdentity, logger *slog.Logger) (*Gate, 
 	}
 	return &Gate{
 		cluster: cluster, flagger: flagger, flaggerSelector: sel, logger: logger,
-		notes: notes{asked: map[memberKey]string{}},
+		notes:  notes{asked: map[memberKey]string{}},
+		prober: probe.New(),
 	}, nil
 }
 
@@ -263,7 +266,7 @@ func (g *Gate) checks(ctx context.Context, q Question) func(asked) (Answer, erro
 		if err != nil {
 			return Answer{}, err
 		}
-		return Checks(a.q, ps), nil
+		return g.checkOwnTraffic(ctx, a, ps)
 	}
 }
 
@@ -344,7 +347,7 @@ func (g *Gate) mayPromote(ctx context.Context, _ Question) func(asked) (Answer, 
 				return Answer{}, err
 			}
 		}
-		return MayPromote(a.q, a.in, members), nil
+		return g.checkProtected(ctx, a, members, MayPromote(a.q, a.in, members))
 	}
 }
 

@@ -48,6 +48,14 @@ type Inputs struct {
 	Analysis  Analysis   `json:"analysis"`
 	Members   []Member   `json:"members"`
 	Migration *Migration `json:"migration,omitempty"`
+	// ErrorRate and Latency are the platform's thresholds for the gate's own
+	// traffic to a new copy; nil and "" when the render carries none.
+	ErrorRate *float64 `json:"errorRate,omitempty"`
+	Latency   string   `json:"latency,omitempty"`
+	// ProtectedPath is a path a Client's sign-in protects, served by the
+	// member ProtectedBy; both "" when the Application has no such Client.
+	ProtectedPath string `json:"protectedPath,omitempty"`
+	ProtectedBy   string `json:"protectedBy,omitempty"`
 }
 
 // Analysis is the platform's analysis cadence.

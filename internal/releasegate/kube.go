@@ -154,6 +154,7 @@ func canaryOf(c *flaggerv1.Canary) Canary {
 		Iterations:       c.Status.Iterations,
 		LastAppliedSpec:  c.Status.LastAppliedSpec,
 		LastPromotedSpec: c.Status.LastPromotedSpec,
+		Port:             c.Spec.Service.Port,
 	}
 	if c.Spec.Analysis != nil {
 		for _, w := range c.Spec.Analysis.Webhooks {

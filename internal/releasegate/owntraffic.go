@@ -1,0 +1,218 @@
+package releasegate
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
+)
+
+// MetadataPaths is the key of a Canary webhook's metadata that hands the gate
+// the member's Route paths: a JSON array of URL paths, encoded as one string
+// because Flagger's metadata is a map of strings. A Canary without it hands
+// no path.
+const MetadataPaths = "paths"
+
+// Metric checks a member's Runtime Profile may name; either one makes the
+// gate send the member's new copy its own traffic.
+const (
+	CheckErrorRate = "error-rate"
+	CheckLatency   = "latency"
+)
+
+// CanaryPaths reads the Route paths a Canary's webhooks hand the gate. Every
+// webhook that carries the key must carry the same list, and each path must
+// be URL path segments (probe.CheckPath): the gate holds API access, so it
+// checks what anyone who can write a Canary wrote.
+func CanaryPaths(c Canary) ([]string, error) {
+	var raw string
+	found := false
+	for _, md := range c.Webhooks {
+		v, ok := md[MetadataPaths]
+		if !ok {
+			continue
+		}
+		if found && v != raw {
+			return nil, fmt.Errorf("Canary %s carries two lists of paths in its webhooks", c.Name)
+		}
+		raw, found = v, true
+	}
+	if !found {
+		return nil, nil
+	}
+	var paths []string
+	if err := json.Unmarshal([]byte(raw), &paths); err != nil {
+		return nil, fmt.Errorf("Canary %s: metadata %s is not a JSON array of paths: %s", c.Name, MetadataPaths, oneLine(err))
+	}
+	if len(paths) > probe.MaxPaths {
+		return nil, fmt.Errorf("Canary %s hands %d paths, more than %d", c.Name, len(paths), probe.MaxPaths)
+	}
+	for _, p := range paths {
+		if err := probe.CheckPath(p); err != nil {
+			return nil, fmt.Errorf("Canary %s: %w", c.Name, err)
+		}
+	}
+	return paths, nil
+}
+
+// Thresholds reads the platform's own-traffic thresholds from the inputs;
+// ok is false when the inputs carry neither. Inputs that carry one without
+// the other, or one no traffic could be judged by, are an error.
+func (in *Inputs) Thresholds() (th probe.Thresholds, ok bool, err error) {
+	if in.ErrorRate == nil && in.Latency == "" {
+		return probe.Thresholds{}, false, nil
+	}
+	if in.ErrorRate == nil || in.Latency == "" {
+		return probe.Thresholds{}, false, fmt.Errorf("inputs carry only one of errorRate and latency")
+	}
+	latency, err := time.ParseDuration(in.Latency)
+	if err != nil {
+		return probe.Thresholds{}, false, fmt.Errorf("inputs latency: %w", err)
+	}
+	th = probe.Thresholds{ErrorRate: *in.ErrorRate, Latency: latency}
+	if err := th.Validate(); err != nil {
+		return probe.Thresholds{}, false, fmt.Errorf("inputs thresholds: %w", err)
+	}
+	return th, true, nil
+}
+
+// wantsTraffic reports whether a member's checks name a metric check.
+func wantsTraffic(m Member) bool {
+	return slices.Contains(m.Checks, CheckErrorRate) || slices.Contains(m.Checks, CheckLatency)
+}
+
+// TrafficPlan is what the gate requests of a member's new copy on one
+// iteration: every path at Base, Rounds times over, judged by Thresholds.
+type TrafficPlan struct {
+	Base       string
+	Paths      []string
+	Thresholds probe.Thresholds
+}
+
+// PlanTraffic decides /checks up to the own traffic. It starts from the pod
+// rule (Checks): a new copy whose pods are not all ready, or that restarted,
+// is not requested. A member whose checks name no metric, or that its Canary
+// hands no path, is held to its pods alone. Otherwise the plan holds the
+// Canary's paths and then the readiness path, at the Canary service. A
+// member with checks and no thresholds, a path that is not URL path
+// segments, or a Canary with no service port is a question the gate cannot
+// answer, whatever its pods show. request is false when the answer is
+// already decided.
+func PlanTraffic(q Question, in *Inputs, c Canary, pods []Pod) (plan TrafficPlan, answer Answer, request bool) {
+	m, ok := in.Member(q.Process)
+	if !ok {
+		return TrafficPlan{}, unanswerable("process %s is no member of Application %s", q.Process, q.Application), false
+	}
+	podsAnswer := Checks(q, pods)
+	if !wantsTraffic(m) {
+		return TrafficPlan{}, podsAnswer, false
+	}
+	th, ok, err := in.Thresholds()
+	switch {
+	case err != nil:
+		return TrafficPlan{}, unanswerable("%v", err), false
+	case !ok:
+		return TrafficPlan{}, unanswerable("member %s names checks %s but the inputs carry no errorRate and latency",
+			q.Process, list(m.Checks)), false
+	}
+	paths, err := CanaryPaths(c)
+	if err != nil {
+		return TrafficPlan{}, unanswerable("%v", err), false
+	}
+	if len(paths) > 0 && m.Readiness.Path != "" {
+		paths = append(paths, m.Readiness.Path)
+	}
+	for _, p := range paths {
+		if err := probe.CheckPath(p); err != nil {
+			return TrafficPlan{}, unanswerable("member %s readiness: %v", q.Process, err), false
+		}
+	}
+	if len(paths) == 0 {
+		return TrafficPlan{}, podsAnswer, false
+	}
+	base, err := probe.CanaryBase(q.Process, q.Namespace, c.Port)
+	if err != nil {
+		return TrafficPlan{}, unanswerable("Canary %s: %v", c.Name, err), false
+	}
+	if podsAnswer.Outcome != Yes {
+		return TrafficPlan{}, podsAnswer, false
+	}
+	return TrafficPlan{Base: base, Paths: paths, Thresholds: th}, podsAnswer, true
+}
+
+// TrafficAnswer turns the own traffic's verdict into the /checks answer: a
+// failing verdict is not yet, with its figures; a passing one is yes, with
+// what the pods showed and the figures.
+func TrafficAnswer(q Question, pods Answer, v probe.Verdict) Answer {
+	if !v.Pass {
+		return notYet("new copy %s: %s", q.Process, v.Reason)
+	}
+	return yes("%s; %s", pods.Reason, v.Reason)
+}
+
+// ProtectedTarget is the one anonymous request the barrier makes before it
+// opens: Path at the Canary service Base of member Process.
+type ProtectedTarget struct {
+	Process string
+	Base    string
+	Path    string
+}
+
+// PlanProtected decides /may-promote up to the protected path. barrier is
+// MayPromote's answer: only an open barrier asks. Inputs that name a path
+// but no member, a member that is not one, or a path that is not URL path
+// segments are a question the gate cannot answer. A protectedBy member that
+// did not change in the release is not asked (its copy was proven when it
+// was released); one that changed is asked at its Canary service, whose port
+// must be set. request is false when the answer is already decided.
+func PlanProtected(q Question, in *Inputs, members []MemberState, barrier Answer) (target ProtectedTarget, answer Answer, request bool) {
+	if in.ProtectedPath == "" && in.ProtectedBy == "" {
+		return ProtectedTarget{}, barrier, false
+	}
+	switch {
+	case in.ProtectedBy == "":
+		return ProtectedTarget{}, unanswerable("inputs name protectedPath %q but no protectedBy member", in.ProtectedPath), false
+	case in.ProtectedPath == "":
+		return ProtectedTarget{}, unanswerable("inputs name protectedBy %s but no protectedPath", in.ProtectedBy), false
+	}
+	if _, ok := in.Member(in.ProtectedBy); !ok {
+		return ProtectedTarget{}, unanswerable("protectedBy %s is no member of Application %s", in.ProtectedBy, q.Application), false
+	}
+	if err := probe.CheckPath(in.ProtectedPath); err != nil {
+		return ProtectedTarget{}, unanswerable("inputs protectedPath: %v", err), false
+	}
+	if barrier.Outcome != Yes {
+		return ProtectedTarget{}, barrier, false
+	}
+	var m MemberState
+	for _, s := range members {
+		if s.Process == in.ProtectedBy {
+			m = s
+		}
+	}
+	if m.Process == "" {
+		return ProtectedTarget{}, unanswerable("member %s was not read", in.ProtectedBy), false
+	}
+	changed := m.Process == q.Process || PassedOnRecord(q, m)
+	if !changed {
+		if unchanged, _ := Unchanged(m); unchanged {
+			return ProtectedTarget{}, barrier, false
+		}
+	}
+	base, err := probe.CanaryBase(m.Process, q.Namespace, m.Canary.Port)
+	if err != nil {
+		return ProtectedTarget{}, unanswerable("Canary %s: %v", m.Process, err), false
+	}
+	return ProtectedTarget{Process: m.Process, Base: base, Path: in.ProtectedPath}, barrier, true
+}
+
+// ProtectedAnswer turns the protected path's verdict into the barrier's
+// answer: a failing verdict holds the release with its reason.
+func ProtectedAnswer(barrier Answer, v probe.Verdict) Answer {
+	if !v.Pass {
+		return notYet("%s", v.Reason)
+	}
+	return yes("%s; %s", barrier.Reason, v.Reason)
+}

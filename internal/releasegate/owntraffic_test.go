@@ -1,0 +1,361 @@
+package releasegate
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// withThresholds is inputs(false) with the platform's thresholds.
+func withThresholds() *Inputs {
+	in := inputs(false)
+	in.ErrorRate, in.Latency = ptr(0.05), "500ms"
+	return in
+}
+
+// pathsCanary is auth-api's Canary handing paths in every webhook.
+func pathsCanary(paths string) Canary {
+	c := canary("auth-api", PhaseProgressing)
+	c.Port = 8080
+	c.Webhooks = nil
+	for range 3 {
+		c.Webhooks = append(c.Webhooks, map[string]string{"application": "auth", "process": "auth-api", "revision": rev, MetadataPaths: paths})
+	}
+	return c
+}
+
+var readyPods = []Pod{pod("auth-api-0", true, 0), pod("auth-api-1", true, 0)}
+
+func TestPlanTraffic(t *testing.T) {
+	const base = "http://auth-api-canary.auth-system.svc.cluster.local:8080"
+	rows := []struct {
+		name    string
+		in      func() *Inputs
+		canary  func() Canary
+		pods    []Pod
+		request bool
+		paths   []string
+		outcome Outcome
+		reason  string
+	}{
+		{name: "a member whose checks name a metric is requested every path its Canary hands, then the readiness path",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/","/api/v1"]`) }, pods: readyPods,
+			request: true, paths: []string{"/", "/api/v1", "/ready"}, outcome: Yes},
+		{name: "a member whose pods are not all ready is not requested",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/"]`) },
+			pods:    []Pod{pod("auth-api-0", true, 0), pod("auth-api-1", false, 0)},
+			outcome: NotYet, reason: "pod auth-api-1 not ready"},
+		{name: "a member with no pod is not requested",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/"]`) },
+			outcome: NotYet, reason: "has no pod"},
+		{name: "a member whose pod restarted is not requested",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/"]`) },
+			pods: []Pod{pod("auth-api-0", true, 1)}, outcome: NotYet, reason: "restarted 1 times"},
+		{name: "a member the Canary hands no path is held to its pods alone",
+			in: withThresholds, canary: func() Canary { c := pathsCanary(""); c.Webhooks = hooks("auth", rev); return c },
+			pods: readyPods, outcome: Yes, reason: "2 pods ready, none restarted"},
+		{name: "an empty list of paths is no path",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`[]`) },
+			pods: readyPods, outcome: Yes, reason: "2 pods ready"},
+		{name: "a member whose checks name no metric is held to its pods alone",
+			in:     func() *Inputs { in := withThresholds(); in.Members[0].Checks = nil; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Yes, reason: "2 pods ready"},
+		{name: "latency alone asks for the same requests",
+			in:     func() *Inputs { in := withThresholds(); in.Members[0].Checks = []string{"latency"}; return in },
+			canary: func() Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a", "/ready"}, outcome: Yes},
+		{name: "error-rate alone asks for the same requests",
+			in:     func() *Inputs { in := withThresholds(); in.Members[0].Checks = []string{"error-rate"}; return in },
+			canary: func() Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a", "/ready"}, outcome: Yes},
+		{name: "a member with a TCP readiness probe is requested its Route paths alone",
+			in:     func() *Inputs { in := withThresholds(); in.Members[0].Readiness = Readiness{TCP: 8080}; return in },
+			canary: func() Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a"}, outcome: Yes},
+		{name: "a member with checks and no thresholds cannot be answered",
+			in: func() *Inputs { return inputs(false) }, canary: func() Canary { return pathsCanary(`["/"]`) },
+			pods: readyPods, outcome: Unanswerable, reason: "carry no errorRate and latency"},
+		{name: "a member with checks and no thresholds cannot be answered even with its pods not ready",
+			in: func() *Inputs { return inputs(false) }, canary: func() Canary { return pathsCanary(`["/"]`) },
+			outcome: Unanswerable, reason: "carry no errorRate and latency"},
+		{name: "one threshold without the other cannot be answered",
+			in:     func() *Inputs { in := withThresholds(); in.Latency = ""; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "only one of"},
+		{name: "a zero latency threshold cannot be answered",
+			in:     func() *Inputs { in := withThresholds(); in.Latency = "0s"; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not positive"},
+		{name: "a Canary with no service port cannot be answered",
+			in: withThresholds, canary: func() Canary { c := pathsCanary(`["/"]`); c.Port = 0; return c },
+			pods: readyPods, outcome: Unanswerable, reason: "service port 0"},
+		{name: "a path with // cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a//b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "empty segment"},
+		{name: "a path with .. cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a/../admin"]`) }, pods: readyPods, outcome: Unanswerable, reason: `".." segment`},
+		{name: "a path with a scheme and host cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["http://evil.example/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "does not start with /"},
+		{name: "a path with a query cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a?b=1"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
+		{name: "a path with a fragment cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a#b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
+		{name: "a path with a space cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
+		{name: "a path with a control character cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a\u0000"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
+		{name: "a readiness path that is not URL path segments cannot be answered",
+			in:     func() *Inputs { in := withThresholds(); in.Members[0].Readiness.Path = "/ready/.."; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "readiness"},
+		{name: "paths that are not a JSON array cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`"/"`) }, pods: readyPods, outcome: Unanswerable, reason: "not a JSON array"},
+		{name: "webhooks that hand two lists cannot be answered",
+			in: withThresholds, canary: func() Canary {
+				c := pathsCanary(`["/"]`)
+				c.Webhooks[2] = map[string]string{MetadataPaths: `["/x"]`}
+				return c
+			},
+			pods: readyPods, outcome: Unanswerable, reason: "two lists of paths"},
+		{name: "more paths than the prober takes cannot be answered",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`[` + manyPaths(probe.MaxPaths+1) + `]`) },
+			pods: readyPods, outcome: Unanswerable, reason: "more than"},
+		{name: "a process that is no member cannot be answered",
+			in:     func() *Inputs { in := withThresholds(); in.Members = in.Members[1:]; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "no member"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			plan, answer, request := PlanTraffic(ask, r.in(), r.canary(), r.pods)
+			if request != r.request {
+				t.Fatalf("request %v, want %v (answer %+v)", request, r.request, answer)
+			}
+			want(t, answer, r.outcome, r.reason)
+			if !request {
+				return
+			}
+			if plan.Base != base || !slices.Equal(plan.Paths, r.paths) {
+				t.Fatalf("plan %+v, want %s %v", plan, base, r.paths)
+			}
+			if plan.Thresholds != (probe.Thresholds{ErrorRate: 0.05, Latency: 500 * time.Millisecond}) {
+				t.Fatalf("thresholds %+v", plan.Thresholds)
+			}
+		})
+	}
+}
+
+func manyPaths(n int) string {
+	out := ""
+	for i := range n {
+		if i > 0 {
+			out += ","
+		}
+		out += `"/p` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `"`
+	}
+	return out
+}
+
+func TestTrafficAnswer(t *testing.T) {
+	th := probe.Thresholds{ErrorRate: 0.1, Latency: 200 * time.Millisecond}
+	pods := yes("new copy auth-api: 2 pods ready, none restarted")
+	fail := probe.Answer{Path: "/api", Status: 503}
+	rows := []struct {
+		name    string
+		traffic probe.Traffic
+		outcome Outcome
+		reason  string
+	}{
+		{name: "a failed share at the threshold passes",
+			traffic: probe.Traffic{Requests: 30, Failed: 3, Answered: 30, P95: 50 * time.Millisecond, Failures: []probe.Answer{fail}},
+			outcome: Yes, reason: "2 pods ready, none restarted; own traffic: 3 of 30 requests failed, p95 50ms"},
+		{name: "a failed share over the threshold is not yet, with the figures",
+			traffic: probe.Traffic{Requests: 30, Failed: 4, Answered: 30, P95: 50 * time.Millisecond, Failures: []probe.Answer{fail}},
+			outcome: NotYet, reason: "new copy auth-api: own traffic: failed share 13.33% over 10% (4 of 30 requests failed, p95 50ms; first /api: 503)"},
+		{name: "a p95 at the threshold passes",
+			traffic: probe.Traffic{Requests: 30, Answered: 30, P95: 200 * time.Millisecond}, outcome: Yes, reason: "p95 200ms"},
+		{name: "a p95 over the threshold is not yet",
+			traffic: probe.Traffic{Requests: 30, Answered: 30, P95: 201 * time.Millisecond}, outcome: NotYet, reason: "p95 201ms over 200ms"},
+		{name: "no request succeeded is no",
+			traffic: probe.Traffic{Requests: 3, Failed: 3, Failures: []probe.Answer{{Path: "/", Cause: "connection refused"}}},
+			outcome: NotYet, reason: "no request succeeded"},
+		{name: "no request at all is no",
+			traffic: probe.Traffic{}, outcome: NotYet, reason: "no request succeeded"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			want(t, TrafficAnswer(ask, pods, probe.Judge(r.traffic, th)), r.outcome, r.reason)
+		})
+	}
+}
+
+func TestThresholds(t *testing.T) {
+	in := inputs(false)
+	if _, ok, err := in.Thresholds(); ok || err != nil {
+		t.Fatalf("no thresholds read as %v, %v", ok, err)
+	}
+	in.ErrorRate, in.Latency = ptr(1.0), "2s"
+	th, ok, err := in.Thresholds()
+	if !ok || err != nil || th.ErrorRate != 1 || th.Latency != 2*time.Second {
+		t.Fatalf("thresholds %+v %v %v", th, ok, err)
+	}
+	in.ErrorRate = ptr(1.5)
+	if _, _, err := in.Thresholds(); err == nil {
+		t.Fatal("an error rate over 1 was accepted")
+	}
+	in.ErrorRate, in.Latency = ptr(0.1), "soon"
+	if _, _, err := in.Thresholds(); err == nil {
+		t.Fatal("a latency that is no duration was accepted")
+	}
+}
+
+// protectedInputs names auth-ui's /admin as the protected path.
+func protectedInputs() *Inputs {
+	in := inputs(false)
+	in.ProtectedPath, in.ProtectedBy = "/admin", "auth-ui"
+	return in
+}
+
+func TestPlanProtected(t *testing.T) {
+	open := yes("barrier open: every member of auth passed %s or did not change", tag)
+	closed := notYet("barrier closed: auth-ui is Progressing")
+	ownWaiting := canary("auth-api", PhaseWaitingPromotion)
+	ownWaiting.Port = 8080
+	changedUI := ui(PhaseWaitingPromotion, rev)
+	changedUI.Canary.Port = 3000
+	unchanged := unchangedUI()
+	unchanged.Canary.Port = 3000
+	rows := []struct {
+		name    string
+		in      func() *Inputs
+		ui      MemberState
+		barrier Answer
+		request bool
+		base    string
+		outcome Outcome
+		reason  string
+	}{
+		{name: "no protected path: the barrier's answer stands",
+			in: func() *Inputs { return inputs(false) }, ui: changedUI, barrier: open, outcome: Yes, reason: "barrier open"},
+		{name: "a changed protectedBy member is asked before the barrier opens",
+			in: protectedInputs, ui: changedUI, barrier: open, request: true,
+			base: "http://auth-ui-canary.auth-system.svc.cluster.local:3000", outcome: Yes},
+		{name: "the asking member as protectedBy is asked",
+			in: func() *Inputs { in := protectedInputs(); in.ProtectedBy = "auth-api"; return in },
+			ui: changedUI, barrier: open, request: true,
+			base: "http://auth-api-canary.auth-system.svc.cluster.local:8080", outcome: Yes},
+		{name: "a protectedBy member that did not change in the release is not asked",
+			in: protectedInputs, ui: unchanged, barrier: open, outcome: Yes, reason: "barrier open"},
+		{name: "a closed barrier asks nothing",
+			in: protectedInputs, ui: changedUI, barrier: closed, outcome: NotYet, reason: "barrier closed"},
+		{name: "a path and no member cannot be answered",
+			in: func() *Inputs { in := protectedInputs(); in.ProtectedBy = ""; return in },
+			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "no protectedBy member"},
+		{name: "a member and no path cannot be answered",
+			in: func() *Inputs { in := protectedInputs(); in.ProtectedPath = ""; return in },
+			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "but no protectedPath"},
+		{name: "a protectedBy that is no member cannot be answered",
+			in: func() *Inputs { in := protectedInputs(); in.ProtectedBy = "auth-admin"; return in },
+			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "auth-admin is no member"},
+		{name: "a protected path that is not URL path segments cannot be answered",
+			in: func() *Inputs { in := protectedInputs(); in.ProtectedPath = "/admin/../x"; return in },
+			ui: changedUI, barrier: open, outcome: Unanswerable, reason: `".." segment`},
+		{name: "bad inputs cannot be answered even with the barrier closed",
+			in: func() *Inputs { in := protectedInputs(); in.ProtectedPath = "//evil.example"; return in },
+			ui: changedUI, barrier: closed, outcome: Unanswerable, reason: "empty segment"},
+		{name: "a changed protectedBy member with no service port cannot be answered",
+			in: protectedInputs, ui: func() MemberState { m := changedUI; m.Canary.Port = 0; return m }(),
+			barrier: open, outcome: Unanswerable, reason: "service port 0"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			members := barrier(ownWaiting, r.ui)
+			target, answer, request := PlanProtected(ask, r.in(), members, r.barrier)
+			if request != r.request {
+				t.Fatalf("request %v, want %v (answer %+v)", request, r.request, answer)
+			}
+			want(t, answer, r.outcome, r.reason)
+			if request && (target.Base != r.base || target.Path != r.in().ProtectedPath) {
+				t.Fatalf("target %+v, want %s", target, r.base)
+			}
+		})
+	}
+	if _, a, _ := PlanProtected(ask, protectedInputs(), barrier(ownWaiting, MemberState{}), open); a.Outcome != Unanswerable {
+		t.Fatalf("a protectedBy member not read answered %+v", a)
+	}
+}
+
+func TestProtectedAnswer(t *testing.T) {
+	open := yes("barrier open")
+	rows := []struct {
+		name    string
+		answer  probe.Answer
+		outcome Outcome
+		reason  string
+	}{
+		{name: "a 2xx holds the release", answer: probe.Answer{Path: "/admin", Status: 200},
+			outcome: NotYet, reason: "E_CLIENT_OPEN: auth-ui serves /admin to anyone"},
+		{name: "a 401 passes", answer: probe.Answer{Path: "/admin", Status: 401}, outcome: Yes, reason: "barrier open; auth-ui answers /admin with 401"},
+		{name: "a redirect to sign in passes", answer: probe.Answer{Path: "/admin", Status: 302}, outcome: Yes, reason: "with 302"},
+		{name: "no answer holds the release", answer: probe.Answer{Path: "/admin", Cause: "connection refused"},
+			outcome: NotYet, reason: "did not answer /admin (connection refused)"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			want(t, ProtectedAnswer(open, probe.ProtectedVerdict("auth-ui", r.answer)), r.outcome, r.reason)
+		})
+	}
+}
+
+func FuzzCanaryPaths(f *testing.F) {
+	for _, s := range []string{`["/","/api"]`, `[]`, `"/"`, `["//x"]`, `["/a/../b"]`, `["http://x/"]`, `["/a?b"]`, `["/a#b"]`, `["/a b"]`, "[\"/\\u0001\"]", `[1]`, `["/%2e%2e/"]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		paths, err := CanaryPaths(Canary{Name: "x", Webhooks: []map[string]string{{MetadataPaths: raw}}})
+		if err != nil {
+			return
+		}
+		for _, p := range paths {
+			if probe.CheckPath(p) != nil {
+				t.Fatalf("accepted path %q the prober refuses", p)
+			}
+		}
+	})
+}
+
+func TestDecodeInputsOwnTrafficFields(t *testing.T) {
+	doc := func(extra string) string {
+		return `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"e","members":[{"process":"auth-api","readiness":{"tcp":8080}}]` + extra + `}`
+	}
+	in, err := DecodeInputs([]byte(doc(`,"errorRate":0.05,"latency":"500ms","protectedPath":"/admin/","protectedBy":"auth-api"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.ErrorRate == nil || *in.ErrorRate != 0.05 || in.Latency != "500ms" || in.ProtectedPath != "/admin/" || in.ProtectedBy != "auth-api" {
+		t.Fatalf("decoded %+v", in)
+	}
+	for _, ok := range []string{`,"errorRate":0`, `,"errorRate":1`, `,"latency":"2s"`, `,"protectedPath":"/","protectedBy":"auth-api"`, `,"protectedPath":"/a%20b/c","protectedBy":"auth-api"`} {
+		if _, err := DecodeInputs([]byte(doc(ok))); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	refused := map[string]string{
+		"an error rate over 1":           `,"errorRate":1.5`,
+		"a negative error rate":          `,"errorRate":-0.1`,
+		"an error rate that is text":     `,"errorRate":"5%"`,
+		"a zero latency":                 `,"latency":"0s"`,
+		"a latency that is no duration":  `,"latency":"fast"`,
+		"a path and no member":           `,"protectedPath":"/admin"`,
+		"a member and no path":           `,"protectedBy":"auth-api"`,
+		"a protected path with //":       `,"protectedPath":"//evil.example/","protectedBy":"auth-api"`,
+		"a protected path with ..":       `,"protectedPath":"/a/../b","protectedBy":"auth-api"`,
+		"a protected path with a query":  `,"protectedPath":"/a?b","protectedBy":"auth-api"`,
+		"a protected path with a scheme": `,"protectedPath":"http://x/","protectedBy":"auth-api"`,
+		"a protectedBy that is no name":  `,"protectedPath":"/a","protectedBy":"Auth API"`,
+	}
+	for name, extra := range refused {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeInputs([]byte(doc(extra))); err == nil || !strings.Contains(err.Error(), "schema") {
+				t.Fatalf("DecodeInputs = %v, want a schema error", err)
+			}
+		})
+	}
+}
