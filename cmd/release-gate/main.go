@@ -1,5 +1,6 @@
 // Command release-gate answers Flagger's webhooks for every gated Application
-// from the live cluster, failing closed.
+// from the live cluster, failing closed, and between questions tends every
+// gated Application every 15 seconds.
 package main
 
 import (
@@ -9,12 +10,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
@@ -45,9 +49,21 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		Selector:       env.String("FLAGGER_SELECTOR", "app.kubernetes.io/instance=flagger"),
 		ServiceAccount: env.String("FLAGGER_SERVICE_ACCOUNT", "flagger"),
 	}
+	gateNamespace := env.String("GATE_NAMESPACE", releasegate.DefaultGateNamespace)
+	scraper := releasegate.ScraperIdentity{
+		Namespace:      getenv("METRICS_SCRAPER_NAMESPACE"),
+		Selector:       getenv("METRICS_SCRAPER_SELECTOR"),
+		ServiceAccount: getenv("METRICS_SCRAPER_SERVICE_ACCOUNT"),
+	}
 	err := env.Err()
 	if err == nil {
 		_, err = flagger.Validate()
+	}
+	if err == nil {
+		_, err = scraper.Validate()
+	}
+	if err == nil {
+		err = releasegate.CheckGateNamespace(gateNamespace)
 	}
 	if err != nil {
 		logger.Error("bad setting", slog.String("error", err.Error()))
@@ -71,12 +87,34 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 	// The production prober dials each Canary service's cluster name itself,
 	// with no proxy and no redirect followed.
 	gate.UseProber(probe.New())
+	tender := releasegate.NewTender(kube, gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
+	metrics, err := tender.MetricsHandler(scraper)
+	if err != nil {
+		logger.Error("bad setting", slog.String("error", err.Error()))
+		return 2
+	}
+	rounds := &periodic.Loop{Interval: releasegate.RoundInterval, Pass: tender.Round, Logger: logger, Name: "round"}
+	routes := func(mux *http.ServeMux) {
+		gate.Routes(mux)
+		mux.Handle("GET /metrics", metrics)
+		mux.Handle("GET /releases", tender.ReleasesHandler())
+		mux.HandleFunc("GET /fresh", rounds.FreshHandler)
+	}
 	ln, err := listen(ctx, addr)
 	if err != nil {
 		logger.Error("listen", slog.String("addr", addr), slog.String("error", err.Error()))
 		return 1
 	}
-	err = server.Serve(ctx, ln, server.Config{Routes: gate.Routes, Ready: gate.Ready, Logger: logger})
+	// The rounds stop with the server, whichever ends first.
+	roundsCtx, stopRounds := context.WithCancel(ctx)
+	roundsDone := make(chan struct{})
+	go func() {
+		defer close(roundsDone)
+		rounds.Run(roundsCtx)
+	}()
+	err = server.Serve(ctx, ln, server.Config{Routes: routes, Ready: gate.Ready, Logger: logger})
+	stopRounds()
+	<-roundsDone
 	if err != nil {
 		logger.Error("serve", slog.String("error", err.Error()))
 		return 1

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -85,6 +86,10 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 `)); err != nil {
 		t.Fatal(err)
 	}
+	notes := cp.Namespace(t)
+	if _, err := cp.Apply(context.Background(), []byte(gatedNotes(notes))); err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{
 		"ADDR":              "127.0.0.1:0",
 		"KUBECONFIG":        kubeconfigAsGate(t, cp),
@@ -139,6 +144,30 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 		t.Fatalf("/may-start without inputs: %d %s\n%s", resp.StatusCode, reply, logs.String())
 	}
 
+	// Between questions the rounds tend every gated Application under the
+	// same grant: the notes Application, which serves, gets its record.
+	record := notes + ".notes-release-record"
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		cm, err := cp.Kube.CoreV1().ConfigMaps("delivery-system").Get(context.Background(), record, metav1.GetOptions{})
+		if err == nil && strings.Contains(cm.Data["record.json"], `"serving":"sha256:`+strings.Repeat("cd", 32)+`"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no record %s after two rounds (%v):\n%s", record, err, logs.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if code, body := get("/releases"); code != http.StatusOK || !strings.Contains(body, `"application":"notes"`) {
+		t.Fatalf("/releases: %d %s", code, body)
+	}
+	if code, _ := get("/metrics"); code != http.StatusForbidden {
+		t.Fatalf("/metrics with no scraper configured: %d", code)
+	}
+	if code, _ := get("/fresh"); code != http.StatusOK {
+		t.Fatalf("/fresh: %d", code)
+	}
+
 	cancel()
 	select {
 	case code := <-exited:
@@ -153,6 +182,44 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 	}
 }
 
+// gatedNotes is a one-member Application in ns that serves its revision.
+func gatedNotes(ns string) string {
+	revision := "sha256:" + strings.Repeat("cd", 32)
+	inputs := `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"90s","endpoint":"http://release-gate.delivery-system.svc.cluster.local:8080","members":[{"process":"notes","readiness":{"path":"/","port":8080}}]}`
+	deployment := func(name string) string {
+		return fmt.Sprintf(`---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: notes}}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/instance: %s}}
+  template:
+    metadata: {labels: {app.kubernetes.io/instance: %s}}
+    spec: {containers: [{name: app, image: "notes:1"}]}
+`, name, ns, name, name)
+	}
+	return fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: notes-release-gate, namespace: %s, labels: {app.kubernetes.io/part-of: notes, app.kubernetes.io/managed-by: deploy-kit}}
+data: {releaseGate.json: %q}
+---
+apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {name: notes, namespace: %s, labels: {app.kubernetes.io/part-of: notes}}
+spec:
+  provider: kubernetes
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: notes}
+  service: {port: 8080}
+  analysis:
+    interval: 30s
+    iterations: 4
+    threshold: 3
+    webhooks:
+      - {name: may-start, type: confirm-rollout, url: "http://release-gate.delivery-system.svc.cluster.local:8080/may-start", metadata: {application: notes, process: notes, revision: %q}}
+status: {phase: Initialized, lastAppliedSpec: n1, lastPromotedSpec: n1}
+`, ns, inputs, ns, revision) + deployment("notes") + deployment("notes-primary")
+}
+
 func TestRunRefusesBadSettings(t *testing.T) {
 	cases := []struct {
 		name string
@@ -162,6 +229,10 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		{"a Flagger selector that does not parse", map[string]string{"FLAGGER_SELECTOR": "a in ("}, "FLAGGER_SELECTOR"},
 		{"a Flagger selector that selects every pod", map[string]string{"FLAGGER_SELECTOR": " , "}, "FLAGGER_SELECTOR"},
 		{"a kubeconfig that is not there", map[string]string{"KUBECONFIG": filepath.Join(os.TempDir(), "no-such-kubeconfig")}, "no cluster to read"},
+		{"one metrics scraper variable without the others", map[string]string{"METRICS_SCRAPER_NAMESPACE": "monitoring"}, "set together or not at all"},
+		{"a scraper selector that selects every pod", map[string]string{"METRICS_SCRAPER_NAMESPACE": "monitoring", "METRICS_SCRAPER_SELECTOR": " , ", "METRICS_SCRAPER_SERVICE_ACCOUNT": "prometheus"}, "METRICS_SCRAPER_SELECTOR"},
+		{"a scraper selector that does not parse", map[string]string{"METRICS_SCRAPER_NAMESPACE": "monitoring", "METRICS_SCRAPER_SELECTOR": "a in (", "METRICS_SCRAPER_SERVICE_ACCOUNT": "prometheus"}, "METRICS_SCRAPER_SELECTOR"},
+		{"a gate namespace that is no namespace name", map[string]string{"GATE_NAMESPACE": "Delivery_System"}, "GATE_NAMESPACE"},
 		{"an address that cannot be listened on", map[string]string{"KUBECONFIG": writeKubeconfig(t), "ADDR": "256.0.0.1:1"}, "listen"},
 	}
 	for _, c := range cases {

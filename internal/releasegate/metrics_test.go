@@ -1,0 +1,75 @@
+package releasegate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetricsBeforeAndAfterARound(t *testing.T) {
+	tender := NewTender(nil, "delivery-system", nil, nil, nil)
+	if err := testutil.CollectAndCompare(roundCollector{tender}, strings.NewReader(`
+# HELP release_gate_tended_timestamp_seconds When the last round over every gated Application finished; 0 before the first.
+# TYPE release_gate_tended_timestamp_seconds gauge
+release_gate_tended_timestamp_seconds 0
+`)); err != nil {
+		t.Fatalf("before the first round: %v", err)
+	}
+	tender.last = RoundResult{Tended: t0, Applications: []Tended{
+		{Namespace: "auth-system", Application: "auth", Held: &Held{Reason: HeldStaleProof, Serving: prevRev, Pinned: rev, Since: t0.Add(-time.Hour), Deadline: 30 * time.Minute}},
+		{Namespace: "pay-system", Application: "pay", NotUndone: &NotUndone{Tag: "2f4a6c8e0b2d", Condition: UndoNewCopyRunning}, Unanswerable: "x"},
+		{Namespace: "ok-system", Application: "ok"},
+	}}
+	if err := testutil.CollectAndCompare(roundCollector{tender}, strings.NewReader(`
+# HELP release_gate_held_deadline_seconds The gate deadline of a held release, from its inputs.
+# TYPE release_gate_held_deadline_seconds gauge
+release_gate_held_deadline_seconds{application="auth",namespace="auth-system",pinned="`+rev+`",reason="stale-proof",serving="`+prevRev+`"} 1800
+# HELP release_gate_held_since_timestamp_seconds When the gate first saw the pinned revision of a held release.
+# TYPE release_gate_held_since_timestamp_seconds gauge
+release_gate_held_since_timestamp_seconds{application="auth",namespace="auth-system",pinned="`+rev+`",reason="stale-proof",serving="`+prevRev+`"} `+fmt.Sprint(float64(t0.Add(-time.Hour).Unix()))+`
+# HELP release_gate_tended_timestamp_seconds When the last round over every gated Application finished; 0 before the first.
+# TYPE release_gate_tended_timestamp_seconds gauge
+release_gate_tended_timestamp_seconds `+fmt.Sprint(float64(t0.Unix()))+`
+# HELP release_gate_unanswerable An Application the last round could not read or decide for.
+# TYPE release_gate_unanswerable gauge
+release_gate_unanswerable{application="pay",namespace="pay-system"} 1
+# HELP release_gate_undo_refused A migration left applied: the tag the down would return to and the condition that failed.
+# TYPE release_gate_undo_refused gauge
+release_gate_undo_refused{application="pay",condition="new-copy-running",namespace="pay-system",tag="2f4a6c8e0b2d"} 1
+`)); err != nil {
+		t.Fatalf("after a round: %v", err)
+	}
+}
+
+func TestScraperIdentity(t *testing.T) {
+	cases := []struct {
+		name  string
+		id    ScraperIdentity
+		set   bool
+		cause string
+	}{
+		{"none set: every scrape refused", ScraperIdentity{}, false, ""},
+		{"all three", ScraperIdentity{"monitoring", "app.kubernetes.io/name=prometheus", "prometheus"}, true, ""},
+		{"a namespace alone", ScraperIdentity{Namespace: "monitoring"}, false, "together"},
+		{"no service account", ScraperIdentity{"monitoring", "a=b", ""}, false, "together"},
+		{"a selector of every pod", ScraperIdentity{"monitoring", " ", "prometheus"}, false, "every pod"},
+		{"a selector that does not parse", ScraperIdentity{"monitoring", "a in (", "prometheus"}, false, "METRICS_SCRAPER_SELECTOR"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sel, err := c.id.Validate()
+			if c.cause != "" {
+				if err == nil || !strings.Contains(err.Error(), c.cause) {
+					t.Fatalf("err %v, want %q", err, c.cause)
+				}
+				return
+			}
+			if err != nil || (sel != nil) != c.set {
+				t.Fatalf("selector %v err %v", sel, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package releasegate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// RecordKey is the key of a record ConfigMap that holds the record.
+const RecordKey = "record.json"
+
+// recordSuffix ends the name of every record ConfigMap.
+const recordSuffix = "-release-record"
+
+// RecordConfigMap names the record of the Application application in
+// namespace. A namespace is a DNS label and holds no dot, so the name of one
+// namespace's record is never another's.
+func RecordConfigMap(namespace, application string) string {
+	return namespace + "." + application + recordSuffix
+}
+
+// Record is the gate's one piece of state per Application: what serves, with
+// Flagger's digest of each primary at the time, and a revision applied but
+// not yet serving with when the gate first saw it.
+type Record struct {
+	Namespace   string `json:"namespace"`
+	Application string `json:"application"`
+	// Serving is the last revision under which every member was settled and
+	// every primary ran what its Deployment holds; "" when none has yet.
+	Serving string `json:"serving,omitempty"`
+	// Primaries is Flagger's digest of each member's primary (the Canary's
+	// lastPromotedSpec) when Serving was recorded, by process.
+	Primaries map[string]string `json:"primaries,omitempty"`
+	// Pinned is a revision applied but not yet serving; Since is when the
+	// gate first saw it.
+	Pinned string     `json:"pinned,omitempty"`
+	Since  *time.Time `json:"since,omitempty"`
+	// Warmup is what warming Serving (or an earlier serving revision) up met.
+	Warmup *WarmupRecord `json:"warmup,omitempty"`
+}
+
+// WarmupRecord is what warmup met for one revision. A revision is warmed
+// once: a record naming it is never warmed again.
+type WarmupRecord struct {
+	Revision string         `json:"revision"`
+	Warmed   bool           `json:"warmed"`
+	Failed   *WarmupFailure `json:"failed,omitempty"`
+}
+
+// WarmupFailure is the request that stopped a warmup.
+type WarmupFailure struct {
+	// Request is host/path, or why no request could be made.
+	Request string `json:"request"`
+	// Status is the HTTP status met, 0 when no answer came.
+	Status int `json:"status"`
+}
+
+// EncodeRecord writes a record as the ConfigMap's data.
+func EncodeRecord(r Record) map[string]string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// A Record holds strings, a map of strings, a time and booleans:
+		// nothing json.Marshal can refuse.
+		panic(fmt.Sprintf("encode a release record: %v", err))
+	}
+	return map[string]string{RecordKey: string(b)}
+}
+
+// DecodeRecord reads the record of namespace's Application application. A
+// record that does not decode, names another Application or another
+// namespace, or holds a revision that is not one is one the gate cannot
+// answer from.
+func DecodeRecord(namespace, application string, data map[string]string) (Record, error) {
+	name := RecordConfigMap(namespace, application)
+	raw, ok := data[RecordKey]
+	if !ok {
+		return Record{}, fmt.Errorf("record %s has no key %s", name, RecordKey)
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var r Record
+	if err := dec.Decode(&r); err != nil {
+		return Record{}, fmt.Errorf("record %s does not decode: %s", name, oneLine(err))
+	}
+	if dec.More() {
+		return Record{}, fmt.Errorf("record %s holds more than one JSON value", name)
+	}
+	switch {
+	case r.Namespace != namespace:
+		return Record{}, fmt.Errorf("record %s names namespace %q, not %q", name, clip(r.Namespace), namespace)
+	case r.Application != application:
+		return Record{}, fmt.Errorf("record %s names Application %q, not %q", name, clip(r.Application), application)
+	}
+	for what, rev := range map[string]string{"serving": r.Serving, "pinned": r.Pinned} {
+		if rev != "" && !revisionPattern.MatchString(rev) {
+			return Record{}, fmt.Errorf("record %s: %s %q is not a revision", name, what, clip(rev))
+		}
+	}
+	if (r.Pinned == "") != (r.Since == nil) {
+		return Record{}, fmt.Errorf("record %s: a pinned revision and its time come together", name)
+	}
+	if r.Warmup != nil && !revisionPattern.MatchString(r.Warmup.Revision) {
+		return Record{}, fmt.Errorf("record %s: warmup revision %q is not a revision", name, clip(r.Warmup.Revision))
+	}
+	return r, nil
+}
+
+// sameRecord reports whether writing b over a would change nothing.
+func sameRecord(a, b Record) bool {
+	return bytes.Equal([]byte(EncodeRecord(a)[RecordKey]), []byte(EncodeRecord(b)[RecordKey]))
+}

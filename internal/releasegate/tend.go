@@ -1,0 +1,420 @@
+package releasegate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
+)
+
+// RoundInterval is how often the gate tends every gated Application: Flagger
+// asks nothing once a release failed, and nothing at all after promotion.
+const RoundInterval = 15 * time.Second
+
+// DefaultGateNamespace is where the gate keeps its records unless
+// GATE_NAMESPACE says otherwise.
+const DefaultGateNamespace = "delivery-system"
+
+// CheckGateNamespace checks GATE_NAMESPACE names a namespace.
+func CheckGateNamespace(namespace string) error {
+	if !dnsLabel.MatchString(namespace) {
+		return fmt.Errorf("GATE_NAMESPACE %q is not a namespace name", clip(namespace))
+	}
+	return nil
+}
+
+// warmupsAtOnce bounds the warmups one round runs side by side.
+const warmupsAtOnce = 4
+
+// ErrConflict is a write refused because the object changed since it was
+// read: a Job put in place of the one read, or a record written meanwhile.
+var ErrConflict = errors.New("changed since read")
+
+// InputsObject is one inputs ConfigMap found by the round's list.
+type InputsObject struct {
+	Namespace   string
+	Application string
+	ConfigMap
+}
+
+// StoredRecord is a record ConfigMap in the gate's namespace.
+type StoredRecord struct {
+	Name            string
+	ResourceVersion string
+	Data            map[string]string
+}
+
+// CanaryState is a Canary found by a cluster-wide list.
+type CanaryState struct {
+	Namespace string
+	Canary
+	Transitioned time.Time
+}
+
+// NamespacedDeployment is a Deployment found by a cluster-wide list.
+type NamespacedDeployment struct {
+	Namespace string
+	Deployment
+}
+
+// TendCluster is what a round reads and writes. Each read lists one kind
+// across the cluster, so a round costs a few lists, not a read per
+// Application; the writes are the records and the suspend field of the Jobs
+// the gate starts.
+type TendCluster interface {
+	// GatedInputs lists every ConfigMap named <application>-release-gate
+	// labelled as the render labels it, in every namespace.
+	GatedInputs(ctx context.Context) ([]InputsObject, error)
+	// Records lists the ConfigMaps of the gate's namespace.
+	Records(ctx context.Context, namespace string) ([]StoredRecord, error)
+	// Canaries lists the Canaries labelled part of an Application.
+	Canaries(ctx context.Context) ([]CanaryState, error)
+	// Deployments lists the Deployments labelled part of an Application.
+	Deployments(ctx context.Context) ([]NamespacedDeployment, error)
+	// MigrationJobs lists the Jobs the render wrote.
+	MigrationJobs(ctx context.Context) ([]MigrationJob, error)
+	// Pods lists the pods of namespace that selector matches.
+	Pods(ctx context.Context, namespace string, selector labels.Selector) ([]Pod, error)
+	// CreateRecord creates a record; ErrConflict when one is there.
+	CreateRecord(ctx context.Context, namespace, name string, data map[string]string) error
+	// UpdateRecord writes a record over the version read; ErrConflict when
+	// it changed since.
+	UpdateRecord(ctx context.Context, namespace, name, resourceVersion string, data map[string]string) error
+	// StartJob unsuspends the Job read at j's version; ErrConflict when the
+	// Job there is no longer that one.
+	StartJob(ctx context.Context, j JobStart) error
+}
+
+// Warmer warms a served revision up; *probe.Warmer is one.
+type Warmer interface {
+	Warm(ctx context.Context, hosts, paths []string) (probe.Warmup, error)
+}
+
+// Tender runs the rounds over every gated Application and keeps what the
+// last one found for /metrics.
+type Tender struct {
+	cluster   TendCluster
+	namespace string
+	warmer    Warmer
+	logger    *slog.Logger
+	now       func() time.Time
+
+	mu    sync.Mutex
+	last  RoundResult
+	cache releaseCache
+}
+
+// NewTender builds the rounds: records in namespace, warmups through warmer.
+func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slog.Logger, now func() time.Time) *Tender {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Tender{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now}
+}
+
+// Tended is what one round did and found for one Application.
+type Tended struct {
+	Namespace, Application string
+	Held                   *Held
+	NotUndone              *NotUndone
+	Unanswerable           string
+	Started, Undone        string
+}
+
+// RoundResult is what a round found; Tended is zero before the first round
+// that finished.
+type RoundResult struct {
+	Tended       time.Time
+	Applications []Tended
+}
+
+// Last is what the last finished round found.
+func (t *Tender) Last() RoundResult {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+// snapshot is one round's lists, joined in memory by namespace and name.
+type snapshot struct {
+	inputs      []InputsObject
+	records     map[string]StoredRecord
+	canaries    map[[2]string]CanaryState
+	deployments map[[2]string]Deployment
+	jobs        map[[2]string][]MigrationJob
+}
+
+// read lists what every round needs, the lists side by side; Deployments
+// are listed later, only when needed.
+func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (*snapshot, error) {
+	inputs := async(func() ([]InputsObject, error) { return c.GatedInputs(ctx) })
+	records := async(func() ([]StoredRecord, error) { return c.Records(ctx, namespace) })
+	canaries := async(func() ([]CanaryState, error) { return c.Canaries(ctx) })
+	jobs := async(func() ([]MigrationJob, error) {
+		if !withJobs {
+			return nil, nil
+		}
+		return c.MigrationJobs(ctx)
+	})
+	s := &snapshot{
+		records: map[string]StoredRecord{}, canaries: map[[2]string]CanaryState{},
+		deployments: map[[2]string]Deployment{}, jobs: map[[2]string][]MigrationJob{},
+	}
+	var err error
+	if s.inputs, err = inputs.get(); err != nil {
+		return nil, fmt.Errorf("list the inputs ConfigMaps: %w", err)
+	}
+	rs, err := records.get()
+	if err != nil {
+		return nil, fmt.Errorf("list the records in %s: %w", namespace, err)
+	}
+	for _, r := range rs {
+		s.records[r.Name] = r
+	}
+	cs, err := canaries.get()
+	if err != nil {
+		return nil, fmt.Errorf("list the Canaries: %w", err)
+	}
+	for _, c := range cs {
+		s.canaries[[2]string{c.Namespace, c.Name}] = c
+	}
+	js, err := jobs.get()
+	if err != nil {
+		return nil, fmt.Errorf("list the Jobs: %w", err)
+	}
+	for _, j := range js {
+		k := [2]string{j.Namespace, j.Application}
+		s.jobs[k] = append(s.jobs[k], j)
+	}
+	slices.SortFunc(s.inputs, func(a, b InputsObject) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Application, b.Application))
+	})
+	return s, nil
+}
+
+// view joins what the snapshot holds of one Application.
+func (s *snapshot) view(namespace string, o InputsObject, now time.Time) ApplicationView {
+	v := ApplicationView{Namespace: o.Namespace, Application: o.Application, Now: now}
+	v.Inputs, v.InputsErr = CheckInputs(o.Application, o.ConfigMap)
+	if stored, ok := s.records[RecordConfigMap(o.Namespace, o.Application)]; ok {
+		r, err := DecodeRecord(o.Namespace, o.Application, stored.Data)
+		if err != nil {
+			v.RecordErr = fmt.Errorf("%s/%s: %w", namespace, stored.Name, err)
+		} else {
+			v.Record = &r
+		}
+	}
+	if v.Inputs == nil {
+		return v
+	}
+	for _, m := range v.Inputs.Members {
+		mv := MemberView{MemberState: MemberState{Process: m.Process}}
+		if c, ok := s.canaries[[2]string{o.Namespace, m.Process}]; ok {
+			mv.Canary, mv.HasCanary, mv.Transitioned = c.Canary, true, c.Transitioned
+		}
+		if d, ok := s.deployments[[2]string{o.Namespace, m.Process}]; ok {
+			mv.Target = &d
+		}
+		if d, ok := s.deployments[[2]string{o.Namespace, m.Process + primarySuffix}]; ok {
+			mv.Primary = &d
+		}
+		v.Members = append(v.Members, mv)
+	}
+	v.Jobs = s.jobs[[2]string{o.Namespace, o.Application}]
+	return v
+}
+
+// Round tends every gated Application once. An Application the round cannot
+// finish is reported unanswerable and the round goes on; only a list that
+// fails fails the round. Deployments are listed only when an Application
+// needs them: one whose revision may have come to serve, or whose undo
+// looks for its new copies.
+func (t *Tender) Round(ctx context.Context) error {
+	s, err := read(ctx, t.cluster, t.namespace, true)
+	if err != nil {
+		return err
+	}
+	now := t.now()
+	plans := make([]Plan, len(s.inputs))
+	views := make([]ApplicationView, len(s.inputs))
+	needDeployments := false
+	for i, o := range s.inputs {
+		views[i] = s.view(t.namespace, o, now)
+		views[i].DeploymentsUnread = true
+		plans[i] = Tend(views[i])
+		needDeployments = needDeployments || plans[i].ReadDeployments
+	}
+	if needDeployments {
+		ds, err := t.cluster.Deployments(ctx)
+		if err != nil {
+			return fmt.Errorf("list the Deployments: %w", err)
+		}
+		for _, d := range ds {
+			s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
+		}
+		for i, o := range s.inputs {
+			if plans[i].ReadDeployments {
+				views[i] = s.view(t.namespace, o, now)
+				plans[i] = Tend(views[i])
+			}
+		}
+	}
+	t.warmAll(ctx, plans)
+	out := make([]Tended, len(s.inputs))
+	for i := range s.inputs {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		out[i] = t.act(ctx, s, views[i], plans[i])
+	}
+	t.mu.Lock()
+	t.last = RoundResult{Tended: t.now(), Applications: out}
+	t.mu.Unlock()
+	return nil
+}
+
+// warmAll runs the round's warmups, a few side by side, and puts each
+// verdict into its plan's record.
+func (t *Tender) warmAll(ctx context.Context, plans []Plan) {
+	sem := make(chan struct{}, warmupsAtOnce)
+	var wg sync.WaitGroup
+	for i := range plans {
+		w := plans[i].Warm
+		if w == nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			verdict, ok := t.warm(ctx, w)
+			if ok {
+				plans[i].Record.Warmup = &verdict
+				plans[i].Write = true
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// warm requests the paths through each host, host after host, stopping at
+// the first failure. ok is false when ctx ended first: the
+// revision is warmed by a later round then.
+func (t *Tender) warm(ctx context.Context, w *Warm) (WarmupRecord, bool) {
+	if w.Err != nil {
+		return WarmupVerdict(w.Revision, probe.Warmup{}, w.Err), true
+	}
+	var total probe.Warmup
+	for _, target := range w.Targets {
+		got, err := t.warmer.Warm(ctx, []string{target.Host}, target.Paths)
+		if ctx.Err() != nil {
+			return WarmupRecord{}, false
+		}
+		total.Requests += got.Requests
+		if err != nil || got.Failed() {
+			return WarmupVerdict(w.Revision, got, err), true
+		}
+	}
+	return WarmupVerdict(w.Revision, total, nil), true
+}
+
+// act carries a plan out: the record first, so what the gate starts is on
+// record before it starts, then the Job, then the log lines.
+func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan) Tended {
+	o := Tended{Namespace: v.Namespace, Application: v.Application}
+	log := t.logger.With(slog.String("namespace", v.Namespace), slog.String("application", v.Application))
+	if p.ReadNewCopies {
+		if err := t.countNewCopies(ctx, &v); err != nil {
+			p.Unanswerable = err.Error()
+		} else {
+			p = Tend(v)
+		}
+	}
+	if p.Unanswerable == "" && p.Write {
+		if err := t.writeRecord(ctx, s, v, p); err != nil {
+			// Nothing is started on a record that did not land.
+			p.Start, p.Undo, p.Unanswerable = nil, nil, err.Error()
+		}
+	}
+	for _, job := range []struct {
+		start *JobStart
+		field *string
+		what  string
+	}{{p.Start, &o.Started, "migration started"}, {p.Undo, &o.Undone, "migration undone"}} {
+		if job.start == nil {
+			continue
+		}
+		if err := t.cluster.StartJob(ctx, *job.start); err != nil {
+			p.Unanswerable = fmt.Sprintf("start Job %s/%s: %v", job.start.Namespace, job.start.Name, err)
+			continue
+		}
+		*job.field = job.start.Name
+		log.LogAttrs(ctx, slog.LevelInfo, job.what, slog.String("job", job.start.Name))
+	}
+	if w := p.Record.Warmup; w != nil && p.Warm != nil && w.Revision == p.Warm.Revision {
+		attrs := []slog.Attr{slog.String("revision", w.Revision), slog.Bool("warmed", w.Warmed)}
+		if w.Failed != nil {
+			attrs = append(attrs, slog.String("request", w.Failed.Request), slog.Int("status", w.Failed.Status))
+		}
+		log.LogAttrs(ctx, slog.LevelInfo, "warmup", attrs...)
+	}
+	if h := p.Held; h != nil {
+		o.Held = h
+		log.LogAttrs(ctx, slog.LevelWarn, "release held", slog.String("serving", h.Serving),
+			slog.String("pinned", h.Pinned), slog.String("reason", h.Reason))
+	}
+	if n := p.NotUndone; n != nil {
+		o.NotUndone = n
+		log.LogAttrs(ctx, slog.LevelError, "migration not undone", slog.String("tag", n.Tag),
+			slog.String("condition", n.Condition))
+	}
+	if p.Unanswerable != "" {
+		o.Unanswerable = p.Unanswerable
+		log.LogAttrs(ctx, slog.LevelError, "application unanswerable", slog.String("cause", p.Unanswerable))
+	}
+	return o
+}
+
+func (t *Tender) writeRecord(ctx context.Context, s *snapshot, v ApplicationView, p Plan) error {
+	name := RecordConfigMap(v.Namespace, v.Application)
+	data := EncodeRecord(p.Record)
+	var err error
+	if p.Create {
+		err = t.cluster.CreateRecord(ctx, t.namespace, name, data)
+	} else {
+		err = t.cluster.UpdateRecord(ctx, t.namespace, name, s.records[name].ResourceVersion, data)
+	}
+	if err != nil {
+		return fmt.Errorf("write record %s/%s: %w", t.namespace, name, err)
+	}
+	return nil
+}
+
+// countNewCopies lists the Application's pods once and counts each member's
+// new copy among them by its Deployment's selector.
+func (t *Tender) countNewCopies(ctx context.Context, v *ApplicationView) error {
+	pods, err := t.cluster.Pods(ctx, v.Namespace, labels.SelectorFromSet(labels.Set{LabelPartOf: v.Application}))
+	if err != nil {
+		return fmt.Errorf("list the pods of %s/%s: %w", v.Namespace, v.Application, err)
+	}
+	v.NewCopyPods = map[string]int{}
+	for _, m := range v.Members {
+		if m.Target == nil {
+			return fmt.Errorf("member %s has no Deployment to find its new copy by", m.Process)
+		}
+		v.NewCopyPods[m.Process] = len(selectPods(pods, m.Target.Selector))
+	}
+	return nil
+}

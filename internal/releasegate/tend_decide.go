@@ -1,0 +1,503 @@
+package releasegate
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
+)
+
+// Why a release is held, as the log and the metrics name it.
+const (
+	HeldStaleProof      = "stale-proof"
+	HeldMigrationFailed = "migration-failed"
+	HeldAnalysisFailed  = "analysis-failed"
+)
+
+// Why a migration is left applied, as the log and the metrics name it.
+const (
+	UndoFirstRelease     = "first-release"
+	UndoNewCopyRunning   = "new-copy-running"
+	UndoPrimariesMoved   = "primaries-moved"
+	UndoNonTransactional = "non-transactional"
+	UndoDownFailed       = "down-failed"
+)
+
+// The webhook metadata keys that hand the gate a member's public hostnames
+// and its Route paths, each a JSON array of strings encoded as one string
+// inside Flagger's string map. The paths are the ones the own traffic of
+// /checks requests; warmup reads the same key.
+const (
+	MetadataHosts       = "hosts"
+	metadataWarmupPaths = "paths"
+)
+
+// MigrationJob is a release Job as the round sees it: enough to start it with
+// a patch that names the version read.
+type MigrationJob struct {
+	Job
+	Namespace string
+	// Application is the Job's app.kubernetes.io/part-of label; ManagedBy its
+	// app.kubernetes.io/managed-by label.
+	Application     string
+	ManagedBy       string
+	ResourceVersion string
+	UID             string
+	Suspended       bool
+}
+
+// MemberView is one member as the round read it: the barrier's view of it,
+// and when Flagger last moved its Canary's phase.
+type MemberView struct {
+	MemberState
+	// Transitioned is the Canary's status.lastTransitionTime.
+	Transitioned time.Time
+}
+
+// ApplicationView is everything one round read about one gated Application.
+type ApplicationView struct {
+	Namespace, Application string
+	Inputs                 *Inputs
+	// InputsErr is why the inputs do not read.
+	InputsErr error
+	// Record is the gate's record; nil when there is none.
+	Record    *Record
+	RecordErr error
+	// Members are the inputs' members, in their order.
+	Members []MemberView
+	// Jobs are the Application's Jobs the render wrote.
+	Jobs []MigrationJob
+	// DeploymentsUnread says the members' Deployments were not read: a round
+	// reads them only for an Application that needs them.
+	DeploymentsUnread bool
+	// NewCopyPods counts the pods of each member's new copy; nil when not
+	// read. The round reads them only for an undo that needs them.
+	NewCopyPods map[string]int
+	Now         time.Time
+}
+
+// JobStart names a Job to unsuspend and the version of it the gate read.
+type JobStart struct {
+	Namespace, Name, ResourceVersion, UID string
+}
+
+// Held is a held release: the pair it is reported as, and why.
+type Held struct {
+	Reason  string
+	Serving string
+	Pinned  string
+	Since   time.Time
+	// Deadline is the inputs' gate deadline.
+	Deadline time.Duration
+}
+
+// NotUndone is a migration left applied: the tag the down would return to
+// ("" for a first release) and the condition that failed.
+type NotUndone struct {
+	Tag       string
+	Condition string
+}
+
+// WarmTarget is one public hostname and the paths requested through it.
+type WarmTarget struct {
+	Host  string
+	Paths []string
+}
+
+// Warm asks for the serving revision to be warmed up through targets.
+type Warm struct {
+	Revision string
+	Targets  []WarmTarget
+	// Err is why the targets could not be read; the warmup then fails
+	// without a request.
+	Err error
+}
+
+// Plan is what a round does for one Application.
+type Plan struct {
+	// Record is the record after this round; Write says it differs from the
+	// one read, Create that there was none.
+	Record        Record
+	Write, Create bool
+	Warm          *Warm
+	Start         *JobStart
+	Undo          *JobStart
+	Held          *Held
+	NotUndone     *NotUndone
+	// ReadDeployments asks the round to read the members' Deployments and
+	// decide again; ReadNewCopies to count the new copies' pods.
+	ReadDeployments bool
+	ReadNewCopies   bool
+	// Unanswerable is why the round could not decide for the Application;
+	// whatever else the plan holds was decided before it.
+	Unanswerable string
+}
+
+// Carried is the revision every member's Canary carries. ok is false while
+// they disagree or one carries none (a render being applied); err names a
+// Canary that is another Application's or carries two releases.
+func Carried(application string, members []MemberView) (revision string, ok bool, err error) {
+	for i, m := range members {
+		if !m.HasCanary {
+			return "", false, nil
+		}
+		app, rev, err := CanaryRelease(m.Canary)
+		if err != nil {
+			return "", false, err
+		}
+		if app != "" && app != application {
+			return "", false, fmt.Errorf("Canary %s belongs to Application %s, not %s", m.Process, app, application)
+		}
+		if rev == "" || !revisionPattern.MatchString(rev) || (i > 0 && rev != revision) {
+			return "", false, nil
+		}
+		revision = rev
+	}
+	return revision, len(members) > 0, nil
+}
+
+// Serves reports whether the Application serves the revision its Canaries
+// carry: Flagger records every member as settled and every primary runs what
+// its Deployment holds (the barrier's own test of a member that did not
+// change), and the release's migration, where its Job is there, completed. A
+// revision whose members did not change at all would otherwise serve before
+// its migration ran and so make its own proof stale.
+func Serves(v ApplicationView, revision string) (bool, string) {
+	for _, m := range v.Members {
+		if ok, why := Unchanged(m.MemberState); !ok {
+			return false, m.Process + " " + why
+		}
+	}
+	if mig := v.Inputs.Migration; mig != nil {
+		if up, ok := findJob(v.Jobs, mig.Identity+"-"+RevisionTag(revision)); ok && !up.Complete {
+			return false, "migration " + up.Name + " has not completed"
+		}
+	}
+	return true, ""
+}
+
+// canariesSettled reports whether Flagger records every member as settled,
+// the part of Unchanged its Canary alone answers.
+func canariesSettled(members []MemberView) bool {
+	for _, m := range members {
+		c := m.Canary
+		if (c.Phase != PhaseInitialized && c.Phase != PhaseSucceeded) || c.LastAppliedSpec != c.LastPromotedSpec {
+			return false
+		}
+	}
+	return true
+}
+
+// primaryDigests is Flagger's digest of each member's primary.
+func primaryDigests(members []MemberView) map[string]string {
+	out := make(map[string]string, len(members))
+	for _, m := range members {
+		out[m.Process] = m.Canary.LastPromotedSpec
+	}
+	return out
+}
+
+// PrimariesMoved reports whether a primary's digest moved since the record
+// named what serves, and which.
+func PrimariesMoved(rec Record, members []MemberView) (bool, string) {
+	for _, m := range members {
+		was, ok := rec.Primaries[m.Process]
+		if !ok {
+			return true, m.Process + " has no digest on record"
+		}
+		if m.Canary.LastPromotedSpec != was {
+			return true, m.Process + "'s primary moved since " + RevisionTag(rec.Serving) + " was recorded"
+		}
+	}
+	return false, ""
+}
+
+// ProofHolds reports whether a migration may start: the record's serving
+// revision is the inputs' testedAgainst and no primary's digest moved since.
+// A release proven against nothing holds only where nothing serves.
+func ProofHolds(mig *Migration, rec Record, members []MemberView) (bool, string) {
+	if mig.TestedAgainst == "" {
+		if rec.Serving != "" {
+			return false, "proven against nothing, but " + RevisionTag(rec.Serving) + " serves"
+		}
+		return true, ""
+	}
+	if rec.Serving != mig.TestedAgainst {
+		serving := "nothing"
+		if rec.Serving != "" {
+			serving = RevisionTag(rec.Serving)
+		}
+		return false, "proven against " + RevisionTag(mig.TestedAgainst) + ", but " + serving + " serves"
+	}
+	if moved, why := PrimariesMoved(rec, members); moved {
+		return false, why
+	}
+	return true, ""
+}
+
+// FailedSince reports whether Flagger failed a member carrying revision at or
+// after since: a failure from before the gate first saw the revision is the
+// previous release's.
+func FailedSince(members []MemberView, revision string, since time.Time) (bool, string) {
+	for _, m := range members {
+		if !m.HasCanary || m.Canary.Phase != PhaseFailed {
+			continue
+		}
+		if _, rev, err := CanaryRelease(m.Canary); err != nil || rev != revision {
+			continue
+		}
+		if !m.Transitioned.Before(since) {
+			return true, m.Process
+		}
+	}
+	return false, ""
+}
+
+func findJob(jobs []MigrationJob, name string) (MigrationJob, bool) {
+	for _, j := range jobs {
+		if j.Name == name {
+			return j, true
+		}
+	}
+	return MigrationJob{}, false
+}
+
+// ownJob finds the Job name the render wrote under identity for application.
+func ownJob(jobs []MigrationJob, name, identity, application string) (MigrationJob, bool) {
+	j, ok := findJob(jobs, name)
+	if !ok || j.Identity != identity || j.Application != application || j.ManagedBy != ManagedBy || j.Scheduled {
+		return MigrationJob{}, false
+	}
+	return j, true
+}
+
+func startOf(j MigrationJob) *JobStart {
+	return &JobStart{Namespace: j.Namespace, Name: j.Name, ResourceVersion: j.ResourceVersion, UID: j.UID}
+}
+
+// WarmTargets reads each member's public hostnames and paths from its
+// Canary's webhook metadata (the union over its webhooks) and gathers them
+// by host: each host with every path of every member its Canary hands it,
+// in the order first met, so a path two members share is requested once.
+func WarmTargets(members []MemberView) ([]WarmTarget, error) {
+	var out []WarmTarget
+	index := map[string]int{}
+	for _, m := range members {
+		var hosts, paths []string
+		for _, md := range m.Canary.Webhooks {
+			h, err := metadataList(md, MetadataHosts)
+			if err != nil {
+				return nil, fmt.Errorf("Canary %s: %w", m.Process, err)
+			}
+			p, err := metadataList(md, metadataWarmupPaths)
+			if err != nil {
+				return nil, fmt.Errorf("Canary %s: %w", m.Process, err)
+			}
+			hosts, paths = union(hosts, h), union(paths, p)
+		}
+		if len(paths) == 0 {
+			continue
+		}
+		for _, h := range hosts {
+			i, ok := index[h]
+			if !ok {
+				i = len(out)
+				index[h] = i
+				out = append(out, WarmTarget{Host: h})
+			}
+			out[i].Paths = union(out[i].Paths, paths)
+		}
+	}
+	return out, nil
+}
+
+func metadataList(md map[string]string, key string) ([]string, error) {
+	raw, ok := md[key]
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("webhook metadata %s is not a JSON array of strings: %s", key, oneLine(err))
+	}
+	return out, nil
+}
+
+func union(have, more []string) []string {
+	for _, s := range more {
+		seen := false
+		for _, h := range have {
+			seen = seen || h == s
+		}
+		if !seen {
+			have = append(have, s)
+		}
+	}
+	return have
+}
+
+// WarmupVerdict is what the record keeps of a warmup: warmed when no request
+// failed (and so when no public host reaches the Application and nothing was
+// requested), else the first failing request and its status. err is a warmup
+// that could not request at all: its cause stands in for the request.
+func WarmupVerdict(revision string, w probe.Warmup, err error) WarmupRecord {
+	switch {
+	case err != nil:
+		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: clip(err.Error())}}
+	case w.Failure != nil:
+		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: w.Failure.Host + w.Failure.Path, Status: w.Failure.Status}}
+	}
+	return WarmupRecord{Revision: revision, Warmed: true}
+}
+
+// Tend decides one round for one Application from what the round read.
+func Tend(v ApplicationView) Plan {
+	if v.InputsErr != nil {
+		return Plan{Unanswerable: v.InputsErr.Error()}
+	}
+	if v.RecordErr != nil {
+		return Plan{Unanswerable: v.RecordErr.Error()}
+	}
+	var p Plan
+	rec := Record{Namespace: v.Namespace, Application: v.Application}
+	if v.Record != nil {
+		rec = *v.Record
+	}
+	next := rec
+	next.Primaries = maps.Clone(rec.Primaries)
+	pinned, ok, err := Carried(v.Application, v.Members)
+	if err != nil {
+		return Plan{Unanswerable: err.Error()}
+	}
+	mig := v.Inputs.Migration
+	if mig != nil && mig.Identity != v.Application+"-migration" {
+		return Plan{Unanswerable: fmt.Sprintf("migration identity %s is not the Application's own %s-migration", mig.Identity, v.Application)}
+	}
+	if ok {
+		serves := false
+		if pinned != rec.Serving {
+			// What already serves needs no second look; only a revision
+			// that may have come to serve needs its primaries compared.
+			if v.DeploymentsUnread && canariesSettled(v.Members) {
+				return Plan{ReadDeployments: true}
+			}
+			serves, _ = Serves(v, pinned)
+		}
+		switch {
+		case serves:
+			next.Serving, next.Primaries, next.Pinned, next.Since = pinned, primaryDigests(v.Members), "", nil
+		case pinned == rec.Serving:
+			next.Pinned, next.Since = "", nil
+		case pinned != rec.Pinned:
+			now := v.Now.UTC()
+			next.Pinned, next.Since = pinned, &now
+		}
+		if next.Serving != "" && next.Serving == pinned && (next.Warmup == nil || next.Warmup.Revision != pinned) {
+			targets, err := WarmTargets(v.Members)
+			p.Warm = &Warm{Revision: pinned, Targets: targets, Err: err}
+		}
+	}
+	p.Record, p.Create = next, v.Record == nil
+	p.Write = p.Create || !sameRecord(rec, next)
+	if !ok || next.Pinned == "" || next.Pinned != pinned {
+		// Only a release the Canaries all carry is started, held or undone:
+		// while a render is being applied they name no one release.
+		return p
+	}
+	decideRelease(&p, v, next, mig)
+	return p
+}
+
+// decideRelease decides a release in flight, next.Pinned applied but not
+// serving: start its migration, hold it, undo it.
+func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
+	deadline, _ := time.ParseDuration(v.Inputs.Deadline)
+	hold := func(reason string) {
+		p.Held = &Held{Reason: reason, Serving: next.Serving, Pinned: next.Pinned, Since: *next.Since, Deadline: deadline}
+	}
+	failed, _ := FailedSince(v.Members, next.Pinned, *next.Since)
+	if mig == nil {
+		if failed {
+			hold(HeldAnalysisFailed)
+		}
+		return
+	}
+	tag := RevisionTag(next.Pinned)
+	up, ok := ownJob(v.Jobs, mig.Identity+"-"+tag, mig.Identity, v.Application)
+	if !ok {
+		return // the render has not applied this revision's Job yet
+	}
+	switch {
+	case up.Failed:
+		hold(HeldMigrationFailed)
+	case up.Suspended:
+		if holds, _ := ProofHolds(mig, next, v.Members); holds {
+			p.Start = startOf(up)
+		} else {
+			hold(HeldStaleProof)
+		}
+		return
+	case !up.Complete:
+		return // running
+	case failed:
+		hold(HeldAnalysisFailed)
+	default:
+		return
+	}
+	decideUndo(p, v, next, mig, tag)
+}
+
+// decideUndo decides whether a held release's migration, which ran, is undone:
+// only when its down exists, was not run, the release is not a first one and
+// holds no non-transactional changeset, every primary still runs the proven
+// revision and every member's new copy has no pod left.
+func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag string) {
+	refuse := func(condition string) {
+		p.NotUndone = &NotUndone{Tag: RevisionTag(mig.TestedAgainst), Condition: condition}
+	}
+	if mig.TestedAgainst == "" {
+		refuse(UndoFirstRelease)
+		return
+	}
+	if mig.NonTransactional {
+		refuse(UndoNonTransactional)
+		return
+	}
+	name := mig.Identity + "-down-" + tag
+	down, ok := ownJob(v.Jobs, name, mig.Identity, v.Application)
+	switch {
+	case !ok:
+		p.Unanswerable = "down Job " + name + " is not there"
+		return
+	case down.Failed:
+		refuse(UndoDownFailed)
+		return
+	case down.Complete || !down.Suspended:
+		return // undone, or being undone
+	}
+	if next.Serving != mig.TestedAgainst {
+		refuse(UndoPrimariesMoved)
+		return
+	}
+	if moved, _ := PrimariesMoved(next, v.Members); moved {
+		refuse(UndoPrimariesMoved)
+		return
+	}
+	if v.DeploymentsUnread {
+		p.ReadDeployments = true
+		return
+	}
+	if v.NewCopyPods == nil {
+		p.ReadNewCopies = true
+		return
+	}
+	for _, m := range v.Members {
+		if v.NewCopyPods[m.Process] > 0 {
+			refuse(UndoNewCopyRunning)
+			return
+		}
+	}
+	p.Undo = startOf(down)
+}

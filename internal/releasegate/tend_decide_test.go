@@ -1,0 +1,483 @@
+package releasegate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
+)
+
+const otherRev = "sha256:9c1e5f7a3b5d7f9a1c3e5a7b9d1f3a5c7e9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f"
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+// mv is a member as a round reads it: its Canary carrying rev, its
+// Deployment and primary running target and primary images.
+func mv(process, phase, digest, target, primary string) MemberView {
+	c := Canary{Name: process, Webhooks: hooks("auth", rev), Phase: phase, LastAppliedSpec: digest, LastPromotedSpec: digest}
+	return MemberView{MemberState: MemberState{
+		Process: process, Canary: c, HasCanary: true,
+		Target: deployment(process, container(target)), Primary: deployment(process+"-primary", container(primary)),
+	}}
+}
+
+func mjob(name string, suspended, complete, failed bool) MigrationJob {
+	return MigrationJob{
+		Job:       Job{Name: name, Identity: "auth-migration", Complete: complete, Failed: failed},
+		Namespace: "auth-system", Application: "auth", ManagedBy: ManagedBy,
+		ResourceVersion: "41", UID: "uid-" + name, Suspended: suspended,
+	}
+}
+
+const (
+	upJob   = "auth-migration-" + tag
+	downJob = "auth-migration-down-" + tag
+)
+
+// scene is auth at revision rev, proven against prevRev, which the record
+// says serves: auth-api's new copy is being analysed, auth-ui did not change,
+// and both migration Jobs wait suspended.
+func scene(edits ...func(v *ApplicationView)) ApplicationView {
+	since := t0.Add(-time.Hour)
+	v := ApplicationView{
+		Namespace: "auth-system", Application: "auth", Inputs: inputs(true),
+		Record: &Record{
+			Namespace: "auth-system", Application: "auth", Serving: prevRev,
+			Primaries: map[string]string{"auth-api": "api-1", "auth-ui": "ui-1"},
+			Pinned:    rev, Since: &since,
+			Warmup: &WarmupRecord{Revision: prevRev, Warmed: true},
+		},
+		Members: []MemberView{
+			mv("auth-api", PhaseProgressing, "api-1", "api:2", "api:1"),
+			mv("auth-ui", PhaseSucceeded, "ui-1", "ui:1", "ui:1"),
+		},
+		Jobs: []MigrationJob{mjob(upJob, true, false, false), mjob(downJob, true, false, false)},
+		Now:  t0,
+	}
+	v.Members[0].Canary.LastAppliedSpec = "api-2"
+	for _, e := range edits {
+		e(&v)
+	}
+	return v
+}
+
+// promoted puts auth-api where Flagger leaves it after promoting rev.
+func promoted(v *ApplicationView) {
+	m := &v.Members[0]
+	m.Canary.Phase, m.Canary.LastAppliedSpec, m.Canary.LastPromotedSpec = PhaseSucceeded, "api-2", "api-2"
+	m.Primary = deployment("auth-api-primary", container("api:2"))
+}
+
+func migrated(v *ApplicationView) {
+	v.Jobs[0] = mjob(upJob, false, true, false)
+}
+
+func failedAt(at time.Time) func(v *ApplicationView) {
+	return func(v *ApplicationView) {
+		v.Members[0].Canary.Phase = PhaseFailed
+		v.Members[0].Transitioned = at
+	}
+}
+
+func TestTendRecordsWhatServes(t *testing.T) {
+	cases := []struct {
+		name    string
+		view    ApplicationView
+		serving string
+		pinned  string
+		write   bool
+		warm    bool
+	}{
+		{"every member settled, every primary runs its Deployment, the migration complete: rev serves",
+			scene(promoted, migrated), rev, "", true, true},
+		{"a primary that does not run what its Deployment holds: not yet",
+			scene(migrated, func(v *ApplicationView) {
+				promoted(v)
+				v.Members[0].Primary = deployment("auth-api-primary", container("api:1"))
+			}),
+			prevRev, rev, false, false},
+		{"a member Flagger has not settled: not yet",
+			scene(migrated), prevRev, rev, false, false},
+		{"a spec Flagger has not promoted: not yet",
+			scene(migrated, promoted, func(v *ApplicationView) { v.Members[0].Canary.LastAppliedSpec = "api-3" }), prevRev, rev, false, false},
+		{"members unchanged but the revision's migration not complete: not yet",
+			scene(func(v *ApplicationView) { v.Members[0] = mv("auth-api", PhaseSucceeded, "api-1", "api:1", "api:1") }),
+			prevRev, rev, false, false},
+		{"Canaries carrying two revisions (a render being applied): nothing moves",
+			scene(func(v *ApplicationView) { v.Members[1].Canary.Webhooks = hooks("auth", otherRev) }), prevRev, rev, false, false},
+		{"a revision seen for the first time is recorded as pinned",
+			scene(func(v *ApplicationView) { v.Record.Pinned, v.Record.Since = "", nil }), prevRev, rev, true, false},
+		{"a revision that serves and was warmed: nothing to write",
+			scene(promoted, migrated, func(v *ApplicationView) {
+				v.Record = &Record{Namespace: "auth-system", Application: "auth", Serving: rev,
+					Primaries: map[string]string{"auth-api": "api-2", "auth-ui": "ui-1"}, Warmup: &WarmupRecord{Revision: rev, Warmed: true}}
+			}), rev, "", false, false},
+		{"a revision that serves and was never warmed is warmed once",
+			scene(promoted, migrated, func(v *ApplicationView) {
+				v.Record = &Record{Namespace: "auth-system", Application: "auth", Serving: rev,
+					Primaries: map[string]string{"auth-api": "api-2", "auth-ui": "ui-1"}}
+			}), rev, "", false, true},
+		{"no record and nothing serving: a first release is recorded",
+			scene(func(v *ApplicationView) { v.Record = nil; v.Inputs.Migration = nil }), "", rev, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			if p.Unanswerable != "" {
+				t.Fatalf("unanswerable: %s", p.Unanswerable)
+			}
+			if p.Record.Serving != c.serving || p.Record.Pinned != c.pinned || p.Write != c.write || (p.Warm != nil) != c.warm {
+				t.Fatalf("serving %q pinned %q write %v warm %v; want %q %q %v %v",
+					RevisionTag(p.Record.Serving), RevisionTag(p.Record.Pinned), p.Write, p.Warm != nil,
+					RevisionTag(c.serving), RevisionTag(c.pinned), c.write, c.warm)
+			}
+			if c.serving == rev && p.Record.Primaries["auth-api"] != "api-2" {
+				t.Fatalf("the primaries' digests were not recorded: %v", p.Record.Primaries)
+			}
+			if (p.Record.Pinned == "") != (p.Record.Since == nil) {
+				t.Fatalf("pinned %q with since %v", p.Record.Pinned, p.Record.Since)
+			}
+		})
+	}
+	// The first sight of a revision is when the round saw it.
+	p := Tend(scene(func(v *ApplicationView) { v.Record.Pinned, v.Record.Since = otherRev, &t0 }))
+	if p.Record.Since == nil || !p.Record.Since.Equal(t0) || !p.Write {
+		t.Fatalf("a new pinned revision: since %v write %v", p.Record.Since, p.Write)
+	}
+}
+
+func TestTendStartsTheMigrationOnlyUnderProof(t *testing.T) {
+	cases := []struct {
+		name  string
+		view  ApplicationView
+		start bool
+		held  string
+	}{
+		{"serving is testedAgainst and no primary moved: started", scene(), true, ""},
+		{"another revision serves: held, stale proof",
+			scene(func(v *ApplicationView) { v.Record.Serving = otherRev }), false, HeldStaleProof},
+		{"nothing serves but the proof names a revision: held",
+			scene(func(v *ApplicationView) { v.Record.Serving = "" }), false, HeldStaleProof},
+		{"a primary's digest moved since: held",
+			scene(func(v *ApplicationView) { v.Members[1].Canary.LastPromotedSpec = "ui-2" }), false, HeldStaleProof},
+		{"a member with no digest on record: held",
+			scene(func(v *ApplicationView) { delete(v.Record.Primaries, "auth-ui") }), false, HeldStaleProof},
+		{"proven against nothing where nothing serves: started",
+			scene(func(v *ApplicationView) { v.Record = nil; v.Inputs.Migration.TestedAgainst = "" }), true, ""},
+		{"proven against nothing where something serves: held",
+			scene(func(v *ApplicationView) { v.Inputs.Migration.TestedAgainst = "" }), false, HeldStaleProof},
+		{"a Job under another identity is never started",
+			scene(func(v *ApplicationView) { v.Jobs[0].Identity = "other-migration" }), false, ""},
+		{"a Job of another Application is never started",
+			scene(func(v *ApplicationView) { v.Jobs[0].Application = "other" }), false, ""},
+		{"a Job the render did not write is never started",
+			scene(func(v *ApplicationView) { v.Jobs[0].ManagedBy = "someone" }), false, ""},
+		{"a Job a CronJob made is never started",
+			scene(func(v *ApplicationView) { v.Jobs[0].Scheduled = true }), false, ""},
+		{"a Job already running is left alone",
+			scene(func(v *ApplicationView) { v.Jobs[0].Suspended = false }), false, ""},
+		{"no Job of this revision yet: nothing",
+			scene(func(v *ApplicationView) { v.Jobs = nil }), false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			if p.Unanswerable != "" {
+				t.Fatalf("unanswerable: %s", p.Unanswerable)
+			}
+			if (p.Start != nil) != c.start {
+				t.Fatalf("start %+v, want %v", p.Start, c.start)
+			}
+			if p.Start != nil && (p.Start.Name != upJob || p.Start.ResourceVersion != "41" || p.Start.UID != "uid-"+upJob) {
+				t.Fatalf("start names %+v", p.Start)
+			}
+			gotHeld := ""
+			if p.Held != nil {
+				gotHeld = p.Held.Reason
+				if p.Held.Pinned != rev || p.Held.Deadline != 1800*time.Second {
+					t.Fatalf("held %+v", p.Held)
+				}
+			}
+			if gotHeld != c.held {
+				t.Fatalf("held %q, want %q", gotHeld, c.held)
+			}
+			if p.Undo != nil || p.NotUndone != nil {
+				t.Fatalf("a migration that never ran is undone: %+v %+v", p.Undo, p.NotUndone)
+			}
+		})
+	}
+	if p := Tend(scene(func(v *ApplicationView) { v.Inputs.Migration.Identity = "billing-migration" })); !strings.Contains(p.Unanswerable, "not the Application's own") {
+		t.Fatalf("a migration under another identity: %+v", p)
+	}
+}
+
+func TestTendHeldReasons(t *testing.T) {
+	cases := []struct {
+		name string
+		view ApplicationView
+		held string
+	}{
+		{"the migration failed", scene(func(v *ApplicationView) { v.Jobs[0] = mjob(upJob, false, false, true) }), HeldMigrationFailed},
+		{"Flagger failed a member after the gate first saw the revision", scene(migrated, failedAt(t0.Add(-time.Minute))), HeldAnalysisFailed},
+		{"a failure from before that is the previous release's", scene(migrated, failedAt(t0.Add(-2*time.Hour))), ""},
+		{"a failed member carrying another revision is not this release's",
+			scene(migrated, failedAt(t0), func(v *ApplicationView) { v.Members[0].Canary.Webhooks = hooks("auth", otherRev) }), ""},
+		{"an Application without migration whose member failed", scene(failedAt(t0), func(v *ApplicationView) { v.Inputs.Migration = nil }), HeldAnalysisFailed},
+		{"an Application without migration being analysed", scene(func(v *ApplicationView) { v.Inputs.Migration = nil }), ""},
+		{"the migration running", scene(func(v *ApplicationView) { v.Jobs[0].Suspended = false }), ""},
+		{"the migration done, analysis under way", scene(migrated), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			got := ""
+			if p.Held != nil {
+				got = p.Held.Reason
+				if p.Held.Serving != prevRev || !p.Held.Since.Equal(t0.Add(-time.Hour)) {
+					t.Fatalf("held pair %+v", p.Held)
+				}
+			}
+			if got != c.held {
+				t.Fatalf("held %q, want %q (%+v)", got, c.held, p)
+			}
+		})
+	}
+}
+
+func TestTendUndoesOnlyUnderEveryCondition(t *testing.T) {
+	heldAfterMigration := func(edits ...func(v *ApplicationView)) ApplicationView {
+		return scene(append([]func(v *ApplicationView){migrated, failedAt(t0), func(v *ApplicationView) {
+			v.NewCopyPods = map[string]int{"auth-api": 0, "auth-ui": 0}
+		}}, edits...)...)
+	}
+	prevTag := RevisionTag(prevRev)
+	cases := []struct {
+		name      string
+		view      ApplicationView
+		undo      bool
+		condition string
+		read      bool
+	}{
+		{"held, migrated, no new copy left, primaries on the proven revision, transactional: undone", heldAfterMigration(), true, "", false},
+		{"the migration failed and everything else holds: undone",
+			heldAfterMigration(func(v *ApplicationView) {
+				v.Jobs[0] = mjob(upJob, false, false, true)
+				v.Members[0].Canary.Phase = PhaseProgressing
+			}), true, "", false},
+		{"the new copies not counted yet: the round reads them",
+			heldAfterMigration(func(v *ApplicationView) { v.NewCopyPods = nil }), false, "", true},
+		{"a new copy still has a pod", heldAfterMigration(func(v *ApplicationView) { v.NewCopyPods["auth-api"] = 1 }), false, UndoNewCopyRunning, false},
+		{"a primary moved", heldAfterMigration(func(v *ApplicationView) { v.Members[1].Canary.LastPromotedSpec = "ui-2" }), false, UndoPrimariesMoved, false},
+		{"another revision serves", heldAfterMigration(func(v *ApplicationView) { v.Record.Serving = otherRev }), false, UndoPrimariesMoved, false},
+		{"a non-transactional changeset", heldAfterMigration(func(v *ApplicationView) { v.Inputs.Migration.NonTransactional = true }), false, UndoNonTransactional, false},
+		{"a first release has no down",
+			heldAfterMigration(func(v *ApplicationView) { v.Inputs.Migration.TestedAgainst = ""; v.Record.Serving = "" }), false, UndoFirstRelease, false},
+		{"the down itself failed", heldAfterMigration(func(v *ApplicationView) { v.Jobs[1] = mjob(downJob, false, false, true) }), false, UndoDownFailed, false},
+		{"the down completed: nothing more", heldAfterMigration(func(v *ApplicationView) { v.Jobs[1] = mjob(downJob, false, true, false) }), false, "", false},
+		{"the down running: nothing more", heldAfterMigration(func(v *ApplicationView) { v.Jobs[1].Suspended = false }), false, "", false},
+		{"a down under another identity is never started",
+			heldAfterMigration(func(v *ApplicationView) { v.Jobs[1].Identity = "x-migration" }), false, "", false},
+		{"not held: nothing is undone", scene(migrated, func(v *ApplicationView) { v.NewCopyPods = map[string]int{} }), false, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			if (p.Undo != nil) != c.undo || p.ReadNewCopies != c.read {
+				t.Fatalf("undo %+v read %v; want %v %v (%+v)", p.Undo, p.ReadNewCopies, c.undo, c.read, p)
+			}
+			if p.Undo != nil && (p.Undo.Name != downJob || p.Undo.ResourceVersion != "41") {
+				t.Fatalf("undo names %+v", p.Undo)
+			}
+			got := ""
+			if p.NotUndone != nil {
+				got = p.NotUndone.Condition
+				wantTag := prevTag
+				if c.condition == UndoFirstRelease {
+					wantTag = ""
+				}
+				if p.NotUndone.Tag != wantTag {
+					t.Fatalf("not undone names tag %q, want %q", p.NotUndone.Tag, wantTag)
+				}
+			}
+			if got != c.condition {
+				t.Fatalf("condition %q, want %q", got, c.condition)
+			}
+		})
+	}
+	if p := Tend(heldAfterMigration(func(v *ApplicationView) { v.Jobs = v.Jobs[:1] })); !strings.Contains(p.Unanswerable, "down Job") || p.Held == nil {
+		t.Fatalf("a held release without its down: %+v", p)
+	}
+}
+
+func TestTendUnanswerable(t *testing.T) {
+	cases := []struct {
+		name, cause string
+		view        ApplicationView
+	}{
+		{"inputs that do not read", "bad inputs", scene(func(v *ApplicationView) { v.InputsErr = errors.New("bad inputs") })},
+		{"a record that does not read", "bad record", scene(func(v *ApplicationView) { v.RecordErr = errors.New("bad record") })},
+		{"a Canary of another Application", "belongs to Application billing",
+			scene(func(v *ApplicationView) { v.Members[1].Canary.Webhooks = hooks("billing", rev) })},
+		{"a Canary carrying two releases", "two releases",
+			scene(func(v *ApplicationView) {
+				v.Members[1].Canary.Webhooks = append(hooks("auth", rev), hooks("auth", otherRev)...)
+			})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			if !strings.Contains(p.Unanswerable, c.cause) || p.Write || p.Start != nil {
+				t.Fatalf("plan %+v, want unanswerable %q and nothing done", p, c.cause)
+			}
+		})
+	}
+	// A member with no Canary carries nothing: no revision, nothing moves.
+	p := Tend(scene(func(v *ApplicationView) { v.Members[1].HasCanary = false }))
+	if p.Unanswerable != "" || p.Write || p.Start != nil {
+		t.Fatalf("a member without a Canary: %+v", p)
+	}
+}
+
+func TestWarmupVerdict(t *testing.T) {
+	cases := []struct {
+		name    string
+		warmup  probe.Warmup
+		err     error
+		warmed  bool
+		request string
+		status  int
+	}{
+		{"every request passed", probe.Warmup{Requests: 4}, nil, true, "", 0},
+		{"no public host reaches it: warmed without a request", probe.Warmup{Unreachable: []string{"a.example.com"}}, nil, true, "", 0},
+		{"a 5xx stops it", probe.Warmup{Requests: 2, Failure: &probe.Answer{Host: "a.example.com", Path: "/api", Status: 502}}, nil, false, "a.example.com/api", 502},
+		{"no answer stops it", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Cause: "no answer within 10s"}}, nil, false, "a.example.com/", 0},
+		{"a host that is not one", probe.Warmup{}, errors.New(`host "x" is a single label`), false, `host "x" is a single label`, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := WarmupVerdict(rev, c.warmup, c.err)
+			if got.Revision != rev || got.Warmed != c.warmed {
+				t.Fatalf("verdict %+v", got)
+			}
+			if c.warmed != (got.Failed == nil) {
+				t.Fatalf("warmed %v with failure %+v", got.Warmed, got.Failed)
+			}
+			if got.Failed != nil && (got.Failed.Request != c.request || got.Failed.Status != c.status) {
+				t.Fatalf("failed %+v, want %q %d", got.Failed, c.request, c.status)
+			}
+		})
+	}
+}
+
+func TestWarmTargets(t *testing.T) {
+	withMeta := func(process string, mds ...map[string]string) MemberView {
+		return MemberView{MemberState: MemberState{Process: process, Canary: Canary{Webhooks: mds}, HasCanary: true}}
+	}
+	got, err := WarmTargets([]MemberView{
+		withMeta("auth-api",
+			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com","id.example.com"]`, metadataWarmupPaths: `["/api","/health"]`},
+			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com"]`, metadataWarmupPaths: `["/api","/login"]`}),
+		withMeta("worker", map[string]string{"application": "auth"}),
+		withMeta("auth-ui", map[string]string{MetadataHosts: `["auth.example.com"]`, metadataWarmupPaths: `["/","/api"]`}),
+		withMeta("auth-admin", map[string]string{MetadataHosts: `["admin.example.com"]`}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Host != "auth.example.com" || strings.Join(got[0].Paths, " ") != "/api /health /login /" ||
+		got[1].Host != "id.example.com" || strings.Join(got[1].Paths, " ") != "/api /health /login" {
+		t.Fatalf("targets %+v", got)
+	}
+	for _, bad := range []string{`/api`, `["/a",1]`, `{"a":1}`} {
+		if _, err := WarmTargets([]MemberView{withMeta("a", map[string]string{metadataWarmupPaths: bad})}); err == nil {
+			t.Errorf("paths %s read", bad)
+		}
+		if _, err := WarmTargets([]MemberView{withMeta("a", map[string]string{MetadataHosts: bad})}); err == nil {
+			t.Errorf("hosts %s read", bad)
+		}
+	}
+}
+
+func TestRecordCodec(t *testing.T) {
+	since := t0
+	r := Record{Namespace: "auth-system", Application: "auth", Serving: prevRev, Primaries: map[string]string{"auth-api": "d"},
+		Pinned: rev, Since: &since, Warmup: &WarmupRecord{Revision: prevRev, Failed: &WarmupFailure{Request: "a.example.com/", Status: 503}}}
+	data := EncodeRecord(r)
+	got, err := DecodeRecord("auth-system", "auth", data)
+	if err != nil || !sameRecord(got, r) {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	if RecordConfigMap("auth-system", "auth") != "auth-system.auth-release-record" {
+		t.Fatal(RecordConfigMap("auth-system", "auth"))
+	}
+	cases := []struct {
+		name, ns, raw, cause string
+	}{
+		{"another namespace's record", "billing-system", data[RecordKey], `names namespace "auth-system"`},
+		{"not JSON", "auth-system", `{`, "does not decode"},
+		{"an unknown field", "auth-system", `{"namespace":"auth-system","application":"auth","x":1}`, "does not decode"},
+		{"two values", "auth-system", `{"namespace":"auth-system","application":"auth"} {}`, "more than one"},
+		{"another Application", "auth-system", `{"namespace":"auth-system","application":"billing"}`, "names Application"},
+		{"a serving that is not a revision", "auth-system", `{"namespace":"auth-system","application":"auth","serving":"v1"}`, "not a revision"},
+		{"a pinned revision without its time", "auth-system", `{"namespace":"auth-system","application":"auth","pinned":"` + rev + `"}`, "come together"},
+		{"a warmup of no revision", "auth-system", `{"namespace":"auth-system","application":"auth","warmup":{"revision":"x","warmed":true}}`, "warmup revision"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := DecodeRecord(c.ns, "auth", map[string]string{RecordKey: c.raw}); err == nil || !strings.Contains(err.Error(), c.cause) {
+				t.Fatalf("err %v, want %q", err, c.cause)
+			}
+		})
+	}
+	if _, err := DecodeRecord("auth-system", "auth", map[string]string{}); err == nil {
+		t.Fatal("a record without its key reads")
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	since := t0
+	f.Add(EncodeRecord(Record{Namespace: "auth-system", Application: "auth", Serving: prevRev, Pinned: rev, Since: &since})[RecordKey])
+	f.Add(`{"namespace":"auth-system","application":"auth"}`)
+	f.Add(`{"namespace":"auth-system","application":"auth","warmup":{"revision":"` + rev + `","warmed":false,"failed":{"request":"a/","status":503}}}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		r, err := DecodeRecord("auth-system", "auth", map[string]string{RecordKey: raw})
+		if err != nil {
+			return
+		}
+		// What reads, re-encoded, reads the same.
+		again, err := DecodeRecord("auth-system", "auth", EncodeRecord(r))
+		if err != nil || !sameRecord(r, again) {
+			t.Fatalf("re-encoded record does not read the same: %v", err)
+		}
+	})
+}
+
+func TestTendReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
+	unread := func(v *ApplicationView) { v.DeploymentsUnread = true }
+	cases := []struct {
+		name string
+		view ApplicationView
+		read bool
+	}{
+		{"every Canary settled on a revision that does not serve yet: read them", scene(promoted, migrated, unread), true},
+		{"a member still analysed: the Canaries alone say it does not serve", scene(migrated, unread), false},
+		{"the revision already serves: no second look",
+			scene(promoted, migrated, unread, func(v *ApplicationView) { v.Record.Serving, v.Record.Pinned, v.Record.Since = rev, "", nil }), false},
+		{"an undo that looks for the new copies",
+			scene(migrated, failedAt(t0), unread), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			if p.ReadDeployments != c.read {
+				t.Fatalf("read deployments %v, want %v (%+v)", p.ReadDeployments, c.read, p)
+			}
+			if c.read && (p.Start != nil || p.Undo != nil) {
+				t.Fatalf("a plan that still needs the Deployments acts: %+v", p)
+			}
+		})
+	}
+}

@@ -1,0 +1,418 @@
+package releasegate_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+// replacingCluster puts a new Job in place of the one the round read just
+// before the round patches it, in one namespace.
+type replacingCluster struct {
+	*releasegate.Kube
+	t   testing.TB
+	cp  *testenv.ControlPlane
+	app *tended
+}
+
+func (r replacingCluster) StartJob(ctx context.Context, j releasegate.JobStart) error {
+	if j.Namespace == r.app.ns {
+		background := metav1.DeletePropagationBackground
+		if err := r.cp.Kube.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+			r.t.Errorf("delete Job %s: %v", j.Name, err)
+		}
+		again := *r.app
+		again.record = nil // the record is the gate's, written this round
+		again.apply(r.t, r.cp)
+	}
+	return r.Kube.StartJob(ctx, j)
+}
+
+// logEntries are the JSON log lines of namespace ns with message msg.
+func logEntries(t testing.TB, logs, ns, msg string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("a log line that is not JSON: %q", line)
+		}
+		if entry["namespace"] == ns && entry["msg"] == msg {
+			out = append(out, entry)
+		}
+	}
+	return out
+}
+
+func digestsOf(pairs ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		m[pairs[i]] = pairs[i+1]
+	}
+	return m
+}
+
+// TestRoundsOverSeveralApplications runs whole rounds against the real API
+// server under the gate's own grant: an Application that serves and is warmed
+// up through a TLS edge on loopback, one whose inputs do not parse, one of
+// the same id in a second namespace, a migration started under its proof, a
+// held release undone, one whose undo is refused, and a Job replaced between
+// read and patch. Then the gate restarts, and its record carries the state.
+func TestRoundsOverSeveralApplications(t *testing.T) {
+	cp := testenv.Own(t)
+	cfg, counter := testenv.Counting(grant(t, cp))
+	kube, err := releasegate.NewKube(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsA, nsB, nsC, nsD, nsE := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
+	ago := func(d time.Duration) *time.Time { at := time.Now().Add(-d).UTC().Truncate(time.Second); return &at }
+
+	serving := &tended{ns: nsA, name: "auth", migration: true, testedAgainst: prevRev,
+		members: []tendedMember{
+			{process: "auth-api", phase: "Succeeded", applied: "api-2", promoted: "api-2", image: "api:2", primary: "api:2",
+				hosts: `["auth.example.com"]`, paths: `["/","/api"]`},
+			{process: "auth-ui", phase: "Succeeded", applied: "ui-1", promoted: "ui-1", image: "ui:1", primary: "ui:1",
+				hosts: `["auth.example.com","id.example.com"]`, paths: `["/"]`},
+		},
+		jobs: []tendedJob{{name: "auth-migration-" + tag, complete: true}, {name: "auth-migration-down-" + tag, suspended: true}}}
+	broken := &tended{ns: nsA, name: "billing", inputs: `{"members":[]}`}
+	servingFailing := &tended{ns: nsA, name: "docs",
+		members: []tendedMember{{process: "docs", phase: "Initialized", applied: "d-1", promoted: "d-1", image: "docs:1", primary: "docs:1",
+			hosts: `["docs.example.com"]`, paths: `["/broken","/after"]`}}}
+	servingPrivate := &tended{ns: nsA, name: "wiki",
+		members: []tendedMember{{process: "wiki", phase: "Succeeded", applied: "w-1", promoted: "w-1", image: "wiki:1", primary: "wiki:1",
+			hosts: `["wiki.private.example.com"]`, paths: `["/"]`}}}
+	sameID := &tended{ns: nsB, name: "auth", migration: true, testedAgainst: prevRev,
+		members: []tendedMember{
+			{process: "auth-api", phase: "Progressing", applied: "api-3", promoted: "api-1", image: "api:3", primary: "api:1"},
+			{process: "auth-ui", phase: "Succeeded", applied: "ui-1", promoted: "ui-1", image: "ui:1", primary: "ui:1"},
+		},
+		jobs: []tendedJob{{name: "auth-migration-" + tag, suspended: true}}}
+	proven := &tended{ns: nsC, name: "shop", migration: true, testedAgainst: prevRev,
+		members: []tendedMember{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primary: "shop:1"}},
+		jobs:    []tendedJob{{name: "shop-migration-" + tag, suspended: true}},
+		record:  &releasegate.Record{Namespace: nsC, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+	failed := &tended{ns: nsD, name: "pay", migration: true, testedAgainst: prevRev,
+		members: []tendedMember{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primary: "pay:1",
+			transitioned: time.Now().Add(-time.Minute)}},
+		jobs: []tendedJob{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
+		record: &releasegate.Record{Namespace: nsD, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+			Pinned: rev, Since: ago(10 * time.Minute)}}
+	refused := &tended{ns: nsD, name: "cart", migration: true, testedAgainst: prevRev, nonTransactional: true,
+		members: []tendedMember{{process: "cart-api", phase: "Failed", applied: "c-2", promoted: "c-1", image: "cart:2", primary: "cart:1",
+			transitioned: time.Now().Add(-time.Minute)}},
+		jobs: []tendedJob{{name: "cart-migration-" + tag, complete: true}, {name: "cart-migration-down-" + tag, suspended: true}},
+		record: &releasegate.Record{Namespace: nsD, Application: "cart", Serving: prevRev, Primaries: digestsOf("cart-api", "c-1"),
+			Pinned: rev, Since: ago(10 * time.Minute)}}
+	raced := &tended{ns: nsE, name: "shop", migration: true, testedAgainst: prevRev,
+		members: []tendedMember{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primary: "shop:1"}},
+		jobs:    []tendedJob{{name: "shop-migration-" + tag, suspended: true}},
+		record:  &releasegate.Record{Namespace: nsE, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+	for _, a := range []*tended{serving, broken, servingFailing, servingPrivate, sameID, proven, failed, refused, raced} {
+		a.apply(t, cp)
+	}
+
+	e := newEdge(t)
+	logs := &syncBuffer{}
+	tender := releasegate.NewTender(replacingCluster{Kube: kube, t: t, cp: cp, app: raced}, gateNS, e.warmer(),
+		slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	if last := tender.Last(); !last.Tended.IsZero() {
+		t.Fatalf("tended before the first round: %v", last.Tended)
+	}
+	counter.Reset()
+	if err := tender.Round(context.Background()); err != nil {
+		t.Fatalf("round: %v\n%s", err, logs)
+	}
+	for _, r := range counter.Requests() {
+		if strings.HasPrefix(r, "GET") && strings.Count(r, "/") > 5 && !strings.Contains(r, "/pods") {
+			t.Errorf("the round read one object by name: %s", r)
+		}
+	}
+
+	// Serving: recorded with Flagger's digests and warmed up once through
+	// every host of every member.
+	rec, ok := readRecord(t, cp, nsA, "auth")
+	if !ok || rec.Serving != rev || rec.Pinned != "" || rec.Primaries["auth-api"] != "api-2" || rec.Warmup == nil || !rec.Warmup.Warmed {
+		t.Fatalf("the serving Application's record: %+v %+v\n%s", rec, rec.Warmup, logs)
+	}
+	for _, hp := range []string{"auth.example.com/", "auth.example.com/api", "id.example.com/"} {
+		if e.hit(hp) != 1 {
+			t.Errorf("warmup requested %s %d times, want once", hp, e.hit(hp))
+		}
+	}
+	if w := logEntries(t, logs.String(), nsA, "warmup"); len(w) != 3 {
+		t.Errorf("warmup log lines: %v", w)
+	}
+	// A 5xx stops the warmup, and the record keeps what it met.
+	docs, _ := readRecord(t, cp, nsA, "docs")
+	if w := docs.Warmup; docs.Serving != rev || w == nil || w.Warmed || w.Failed == nil ||
+		w.Failed.Request != "docs.example.com/broken" || w.Failed.Status != http.StatusBadGateway || e.hit("docs.example.com/after") != 0 {
+		t.Errorf("a failing warmup's record: %+v %+v", docs, docs.Warmup)
+	}
+	// No public host reaches it: warmed without a request.
+	wiki, _ := readRecord(t, cp, nsA, "wiki")
+	if w := wiki.Warmup; w == nil || !w.Warmed || w.Failed != nil || e.hit("wiki.private.example.com/") != 0 {
+		t.Errorf("an Application no public host reaches: %+v", wiki.Warmup)
+	}
+
+	// Inputs that do not parse: that Application is unanswerable, the round
+	// went on.
+	if u := logEntries(t, logs.String(), nsA, "application unanswerable"); len(u) != 1 || u[0]["application"] != "billing" ||
+		!strings.Contains(u[0]["cause"].(string), "schema") {
+		t.Errorf("unanswerable log lines: %v", u)
+	}
+	if _, ok := readRecord(t, cp, nsA, "billing"); ok {
+		t.Error("a record was written for inputs that do not parse")
+	}
+
+	// The same id in a second namespace: its own record, held for a proof
+	// nothing serving backs; the first namespace's record untouched.
+	recB, ok := readRecord(t, cp, nsB, "auth")
+	if !ok || recB.Namespace != nsB || recB.Serving != "" || recB.Pinned != rev || recB.Since == nil {
+		t.Fatalf("the second namespace's record: %+v", recB)
+	}
+	if held := logEntries(t, logs.String(), nsB, "release held"); len(held) != 1 || held[0]["reason"] != "stale-proof" ||
+		held[0]["pinned"] != rev || held[0]["serving"] != "" || held[0]["level"] != "WARN" {
+		t.Errorf("held log lines of the second namespace: %v", held)
+	}
+	if !suspended(t, cp, nsB, "auth-migration-"+tag) {
+		t.Error("a migration under a stale proof was started")
+	}
+
+	// Proven: started with a patch naming the version read.
+	if suspended(t, cp, nsC, "shop-migration-"+tag) {
+		t.Errorf("the proven migration was not started\n%s", logs)
+	}
+	if s := logEntries(t, logs.String(), nsC, "migration started"); len(s) != 1 || s[0]["job"] != "shop-migration-"+tag {
+		t.Errorf("started log lines: %v", s)
+	}
+
+	// Held after the gate first saw the revision, migrated, no new copy
+	// left: undone. Non-transactional: left applied, and said so.
+	if suspended(t, cp, nsD, "pay-migration-down-"+tag) {
+		t.Errorf("the held release was not undone\n%s", logs)
+	}
+	held := logEntries(t, logs.String(), nsD, "release held")
+	if len(held) != 2 || held[0]["reason"] != "analysis-failed" || held[0]["serving"] != prevRev {
+		t.Errorf("held log lines: %v", held)
+	}
+	if !suspended(t, cp, nsD, "cart-migration-down-"+tag) {
+		t.Error("a non-transactional release was undone")
+	}
+	if n := logEntries(t, logs.String(), nsD, "migration not undone"); len(n) != 1 || n[0]["application"] != "cart" ||
+		n[0]["condition"] != "non-transactional" || n[0]["tag"] != prevRev[7:19] || n[0]["level"] != "ERROR" {
+		t.Errorf("not-undone log lines: %v", n)
+	}
+
+	// Replaced between read and patch: the patch failed, the new Job waits.
+	if !suspended(t, cp, nsE, "shop-migration-"+tag) {
+		t.Error("a Job put in place of the one read was started")
+	}
+	if u := logEntries(t, logs.String(), nsE, "application unanswerable"); len(u) != 1 || !strings.Contains(u[0]["cause"].(string), "changed since read") {
+		t.Errorf("the replaced Job's log lines: %v", u)
+	}
+	if !errors.Is(kube.StartJob(context.Background(), releasegate.JobStart{Namespace: nsE, Name: "shop-migration-" + tag, ResourceVersion: "1", UID: "x"}), releasegate.ErrConflict) {
+		t.Error("a patch naming another version was not refused as a conflict")
+	}
+
+	checkMetrics(t, cp, tender, nsB, nsD)
+	checkReleases(t, cp, tender, counter, nsA, nsB)
+
+	// A restart: a new gate, no memory but the records. Nothing is written
+	// again, nothing warmed twice, and the held release keeps its since.
+	logs2 := &syncBuffer{}
+	restarted := releasegate.NewTender(kube, gateNS, e.warmer(), slog.New(slog.NewJSONHandler(logs2, nil)), time.Now)
+	counter.Reset()
+	if err := restarted.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if w := counter.Matching("configmaps", "PUT") + counter.Matching("configmaps", "POST"); w != 0 {
+		t.Errorf("the restarted gate wrote %d records: %v\n%s", w, counter.Requests(), logs2)
+	}
+	if e.hit("auth.example.com/") != 1 {
+		t.Error("a revision was warmed twice")
+	}
+	again, _ := readRecord(t, cp, nsB, "auth")
+	if !again.Since.Equal(*recB.Since) {
+		t.Errorf("since moved across a restart: %v, was %v", again.Since, recB.Since)
+	}
+	if held := logEntries(t, logs2.String(), nsB, "release held"); len(held) != 1 || held[0]["reason"] != "stale-proof" {
+		t.Errorf("the restarted gate's held lines: %v", held)
+	}
+	// Without the replacement the proven Job is started now.
+	if suspended(t, cp, nsE, "shop-migration-"+tag) {
+		t.Error("the Job the render wrote was not started on the next round")
+	}
+}
+
+func checkMetrics(t *testing.T, cp *testenv.ControlPlane, tender *releasegate.Tender, heldNS, undoNS string) {
+	t.Helper()
+	scrapers := cp.Namespace(t)
+	if _, err := cp.Apply(context.Background(), []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: prometheus-0, namespace: `+scrapers+`, labels: {app.kubernetes.io/name: prometheus}}
+spec:
+  serviceAccountName: prometheus
+  containers: [{name: prometheus, image: prometheus:3}]
+status: {phase: Running, podIP: 10.3.0.9, podIPs: [{ip: 10.3.0.9}]}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	scrape := func(h http.Handler, from string) (int, string) {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.RemoteAddr = from
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	h, err := tender.MetricsHandler(releasegate.ScraperIdentity{Namespace: scrapers, Selector: "app.kubernetes.io/name=prometheus", ServiceAccount: "prometheus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := scrape(h, "10.3.0.9:41000")
+	if code != http.StatusOK {
+		t.Fatalf("the scraper got %d %s", code, body)
+	}
+	for _, want := range []string{
+		`release_gate_held_since_timestamp_seconds{application="auth",namespace="` + heldNS + `",pinned="` + rev + `",reason="stale-proof",serving=""}`,
+		`release_gate_held_deadline_seconds{application="auth",namespace="` + heldNS + `",pinned="` + rev + `",reason="stale-proof",serving=""} 1800`,
+		`release_gate_undo_refused{application="cart",condition="non-transactional",namespace="` + undoNS + `",tag="` + prevRev[7:19] + `"} 1`,
+		`release_gate_unanswerable{application="billing",`,
+		`release_gate_tended_timestamp_seconds 1.`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
+	}
+	if code, _ := scrape(h, "10.3.0.10:41000"); code != http.StatusForbidden {
+		t.Errorf("another address scraped: %d", code)
+	}
+	none, err := tender.MetricsHandler(releasegate.ScraperIdentity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := scrape(none, "10.3.0.9:41000"); code != http.StatusForbidden {
+		t.Errorf("with no scraper configured a scrape got %d", code)
+	}
+}
+
+func checkReleases(t *testing.T, cp *testenv.ControlPlane, tender *releasegate.Tender, counter *testenv.RequestCounter, nsA, nsB string) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(releasegate.ReleasesSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("releases.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema := c.MustCompile("releases.schema.json")
+	h := tender.ReleasesHandler()
+	counter.Reset()
+	var body []byte
+	for range 50 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/releases", nil))
+		if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
+			t.Fatalf("/releases: %d %s", w.Code, w.Body)
+		}
+		body = w.Body.Bytes()
+	}
+	if n := counter.Total(); n > 3 {
+		t.Errorf("50 answers cost %d API requests: %v", n, counter.Requests())
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(inst); err != nil {
+		t.Fatalf("/releases does not match its schema: %v\n%s", err, body)
+	}
+	var got releasegate.Releases
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]releasegate.ReleaseApplication{}
+	var order []string
+	for _, a := range got.Applications {
+		byKey[a.Namespace+"/"+a.Application] = a
+		order = append(order, a.Namespace+"/"+a.Application)
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i-1] >= order[i] {
+			t.Errorf("/releases not ordered: %v", order)
+		}
+	}
+	if a := byKey[nsA+"/billing"]; a.Unreadable == nil || len(a.Members) != 0 {
+		t.Errorf("unreadable inputs: %+v", a)
+	}
+	a := byKey[nsA+"/auth"]
+	if a.Unreadable != nil || a.Record == nil || a.Record.Serving == nil || *a.Record.Serving != rev || a.Record.Warmup == nil ||
+		len(a.Members) != 2 || *a.Members[0].Revision != rev || a.Migration == nil || *a.Migration.TestedAgainst != prevRev {
+		t.Errorf("the serving Application in /releases: %s", body)
+	}
+	if b := byKey[nsB+"/auth"]; b.Record == nil || b.Record.Serving != nil || b.Record.Pinned == nil || b.Record.Since == nil {
+		t.Errorf("the held Application in /releases: %+v", b)
+	}
+}
+
+// TestReleasesReadsOncePer15s asks /releases from many callers at once and
+// across a clock that moves: one read answers everyone for 15 s, and only one
+// read runs at a time.
+func TestReleasesReadsOncePer15s(t *testing.T) {
+	cp := testenv.Shared(t)
+	cfg, counter := testenv.Counting(grant(t, cp))
+	kube, err := releasegate.NewKube(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	(&tended{ns: ns, name: "notes", members: []tendedMember{{process: "notes", phase: "Initialized", applied: "n", promoted: "n", image: "n:1", primary: "n:1"}}}).apply(t, cp)
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	h := releasegate.NewTender(kube, gateNS, nil, nil, now).ReleasesHandler()
+	ask := func() string {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/releases", nil))
+		if w.Code != http.StatusOK {
+			t.Errorf("/releases: %d %s", w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	reads := func() int { return counter.Matching("GET", "canaries") }
+	counter.Reset()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() { defer wg.Done(); ask() }()
+	}
+	wg.Wait()
+	if reads() != 1 {
+		t.Fatalf("20 callers at once made %d reads", reads())
+	}
+	advance(14 * time.Second)
+	if body := ask(); reads() != 1 || !strings.Contains(body, `"readAt":"2026-11-30T10:00:00Z"`) || !strings.Contains(body, ns) {
+		t.Fatalf("after 14 s: %d reads, %s", reads(), body)
+	}
+	advance(2 * time.Second)
+	if body := ask(); reads() != 2 || !strings.Contains(body, `"readAt":"2026-11-30T10:00:16Z"`) {
+		t.Fatalf("after 16 s: %d reads, %s", reads(), body)
+	}
+}
