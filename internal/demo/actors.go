@@ -27,6 +27,11 @@ var canaries = schema.GroupVersionResource{Group: "flagger.app", Version: "v1bet
 // sends the gate Flagger's payload with that webhook's metadata, prints the
 // question and the answer, and notes a status other than want.
 func (t *teller) ask(ctx context.Context, process, webhook string, want int, wantReason string) {
+	t.askFrom(ctx, flaggerAddress, process, webhook, want, wantReason)
+}
+
+// askFrom is ask from the pod address from, Flagger's or another's.
+func (t *teller) askFrom(ctx context.Context, from, process, webhook string, want int, wantReason string) {
 	c, err := t.dyn.Resource(canaries).Namespace(namespace).Get(ctx, process, metav1.GetOptions{})
 	if err != nil {
 		t.miss("read Canary %s: %v", process, err)
@@ -45,8 +50,12 @@ func (t *teller) ask(ctx context.Context, process, webhook string, want int, wan
 		t.miss("encode the payload: %v", err)
 		return
 	}
-	t.say("Flagger asks %-11s (%s) for %s at %s", webhook, typ, process, tag(hook["revision"]))
-	t.answer(ctx, flaggerAddress, "/"+webhook, body, want, wantReason)
+	who := "Flagger"
+	if from != flaggerAddress {
+		who = "a pod at " + from
+	}
+	t.say("%s asks %-11s (%s) for %s at %s", who, webhook, typ, process, tag(hook["revision"]))
+	t.answer(ctx, from, "/"+webhook, body, want, wantReason)
 }
 
 // answer posts body to path from the address from and prints the answer.
@@ -255,7 +264,7 @@ func (t *teller) completeJob(ctx context.Context, name string) error {
 	if _, err := t.kube.BatchV1().Jobs(namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("complete Job %s: %w", name, err)
 	}
-	t.say("the Job controller reports %s complete (the migration ran for 40 s)", name)
+	t.say("the Job controller reports %s complete", name)
 	return nil
 }
 

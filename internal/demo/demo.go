@@ -54,7 +54,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 
-	t := &teller{out: o.Out, root: o.Root, dir: dir}
+	t := &teller{out: o.Out, root: o.Root, dir: dir, roundWait: roundWait}
 	t.title("Estate in a box: one release through the Release Gate")
 	t.say("Starting a kube-apiserver %s and etcd %s with Flagger's and Flux's CRDs...", testenv.KubeVersion, testenv.EtcdVersion)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)

@@ -24,7 +24,12 @@ func TestStoryOnce(t *testing.T) {
 	for _, want := range []string{
 		"→ 409 waiting for job auth-migration-b87d7fecf08d",
 		"→ 403 ",
+		"gate log: {", // the migration started by the gate, and the release it held
+		"→ 409 new copy auth-api: own traffic: failed share",
+		"→ 409 barrier closed: auth-ui",
 		"→ 200 barrier open",
+		`"warmed": true`,
+		`reason="stale-proof"`,
 		"Everything is still running",
 	} {
 		if !strings.Contains(out.String(), want) {

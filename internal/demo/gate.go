@@ -238,3 +238,19 @@ func (g *gateProcess) call(ctx context.Context, method, from, path string, body 
 	}
 	return resp.StatusCode, strings.TrimSpace(string(b)), nil
 }
+
+// logLine returns the last line of the gate's log holding every one of
+// parts, or "".
+func (g *gateProcess) logLine(parts ...string) string {
+	lines := strings.Split(g.logs.String(), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		ok := lines[i] != ""
+		for _, p := range parts {
+			ok = ok && strings.Contains(lines[i], p)
+		}
+		if ok {
+			return lines[i]
+		}
+	}
+	return ""
+}

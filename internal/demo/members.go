@@ -76,6 +76,8 @@ func (ms *members) stop() {
 
 func (ms *members) all() []*member { return ms.order }
 
+func (ms *members) get(process string) *member { return ms.byProcess[process] }
+
 // hostsFile maps each Canary service's name to its member, as the cluster's
 // DNS maps it to the service.
 func (ms *members) hostsFile() string {
@@ -100,4 +102,11 @@ func (m *member) routes(mux *http.ServeMux) {
 		}
 		_, _ = io.WriteString(w, m.process+" answers\n")
 	})
+}
+
+// failOn makes path answer 503 until called again with "".
+func (m *member) failOn(path string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failPath = path
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +48,8 @@ type teller struct {
 	// missed names every step that did not answer as the story expects.
 	missed  []string
 	chapter int
+	// roundWait bounds each wait for something the gate does between questions.
+	roundWait time.Duration
 }
 
 func (t *teller) title(format string, args ...any) {
@@ -128,6 +131,31 @@ func (t *teller) setUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// await polls check until it reports done or timeout passes, and prints what
+// it saw last. A wait that times out is a step that did not answer.
+func (t *teller) await(ctx context.Context, what string, timeout time.Duration, check func(ctx context.Context) (string, bool, error)) {
+	deadline := time.Now().Add(timeout)
+	for {
+		seen, done, err := check(ctx)
+		switch {
+		case err != nil:
+			t.miss("%s: %v", what, err)
+			return
+		case done:
+			t.shows("%s", seen)
+			return
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			t.shows("%s", seen)
+			t.miss("%s: not within %s", what, timeout)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // tag is a revision's short name, as Job names and the gate's reasons use it.
