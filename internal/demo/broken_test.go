@@ -135,3 +135,15 @@ func TestWebhookOf(t *testing.T) {
 		}
 	}
 }
+
+// TestWhere: left running, the transcript says so; once, it says it stops.
+func TestWhere(t *testing.T) {
+	for once, title := range map[bool]string{false: "Everything is still running", true: "stopping now"} {
+		var out bytes.Buffer
+		tl := &teller{out: &out, gate: &gateProcess{url: "http://127.0.0.1:8080", logFile: "release-gate.log"}, kubeconfig: "kubeconfig"}
+		tl.where(once)
+		if !strings.Contains(out.String(), title) || !strings.Contains(out.String(), "export KUBECONFIG=kubeconfig") {
+			t.Errorf("where(%v):\n%s", once, out.String())
+		}
+	}
+}

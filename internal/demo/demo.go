@@ -91,7 +91,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	t.gate = gate
 
 	t.tell(ctx, story())
-	t.where()
+	t.where(o.Once)
 	if len(t.missed) > 0 {
 		t.title("%d step(s) did not answer as the story expects", len(t.missed))
 		for _, m := range t.missed {

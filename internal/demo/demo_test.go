@@ -30,7 +30,7 @@ func TestStoryOnce(t *testing.T) {
 		"→ 200 barrier open",
 		`"warmed": true`,
 		`reason="stale-proof"`,
-		"Everything is still running",
+		"Where everything ran",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the transcript has no %q", want)

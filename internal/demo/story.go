@@ -193,9 +193,14 @@ func staleRelease(ctx context.Context, t *teller) error {
 	return nil
 }
 
-// where prints how to look at what the story left behind.
-func (t *teller) where() {
-	t.title("Everything is still running")
+// where prints how to look at what the story left behind; once, it says
+// everything stops now.
+func (t *teller) where(once bool) {
+	if once {
+		t.title("Where everything ran (--once: stopping now)")
+	} else {
+		t.title("Everything is still running")
+	}
 	t.say("the gate's answers    POST %s/may-start|checks|may-promote (from Flagger's address %s)", t.gate.url, flaggerAddress)
 	t.say("what serves, held     curl %s/releases", t.gate.url)
 	t.say("the gate's metrics    curl --interface %s %s/metrics   (the scraper's address)", scraperAddress, t.gate.url)
