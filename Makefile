@@ -1,10 +1,15 @@
-# The two commands a newcomer needs are `make run` and `make test`.
+# The two commands a newcomer needs are `make demo` and `make test`.
 export GOTOOLCHAIN := local
 GO ?= go
 COVERAGE_FLOOR := 80
 ARGS ?=
 
-.PHONY: run build test test-deps lint bench fuzz clean
+.PHONY: demo run build test test-deps lint bench fuzz clean
+
+## demo: run a whole release through the Release Gate on an embedded cluster (ARGS=--once: run the story and exit)
+demo:
+	scripts/test-binaries.sh envtest >/dev/null
+	$(GO) run ./cmd/demo $(ARGS)
 
 ## run: start the Release Gate against the cluster KUBECONFIG names
 run:

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/JorisJonkers-dev/delivery/internal/demo"
+)
+
+func TestRun(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		playErr  error
+		code     int
+		once     bool
+		played   bool
+		errorOut string
+	}{
+		{"the story, left running", nil, nil, 0, false, true, ""},
+		{"the story once", []string{"--once"}, nil, 0, true, true, ""},
+		{"a step that did not answer as expected", []string{"--once"}, demo.ErrUnexpected, 1, true, true, "did not answer"},
+		{"an unknown flag", []string{"--twice"}, nil, 2, false, false, "twice"},
+		{"an argument", []string{"now"}, nil, 2, false, false, "no arguments"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got *demo.Options
+			play := func(_ context.Context, o demo.Options) error { got = &o; return c.playErr }
+			var out, errOut strings.Builder
+			code := run(context.Background(), c.args, &out, &errOut, play)
+			if code != c.code || (got != nil) != c.played || (got != nil && got.Once != c.once) || !strings.Contains(errOut.String(), c.errorOut) {
+				t.Fatalf("run(%q) = %d, played %v, stderr %q", c.args, code, got, errOut.String())
+			}
+			if got != nil && got.Out != &out {
+				t.Fatal("the transcript does not go to stdout")
+			}
+		})
+	}
+}
