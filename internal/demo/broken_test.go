@@ -40,7 +40,7 @@ func TestStoryAgainstBrokenParts(t *testing.T) {
 		http.Error(w, "a teapot", http.StatusTeapot)
 	}))
 	defer teapot.Close()
-	tl.gate = &gateProcess{url: teapot.URL, logs: &lockedBuffer{}}
+	tl.gate = &gateProcess{url: teapot.URL, logs: &testenv.LogBuffer{}}
 	if tl.members, err = startMembers(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestIsolationRefused(t *testing.T) {
 // TestGateThatExits: a gate that exits before it is ready is reported with
 // its log, not waited for.
 func TestGateThatExits(t *testing.T) {
-	g := &gateProcess{url: "http://127.0.0.1:1", logs: &lockedBuffer{}, exited: make(chan error, 1)}
+	g := &gateProcess{url: "http://127.0.0.1:1", logs: &testenv.LogBuffer{}, exited: make(chan error, 1)}
 	_, _ = g.logs.Write([]byte(`{"msg":"bad setting"}`))
 	g.exited <- errors.New("exit status 2")
 	if err := g.waitReady(context.Background()); err == nil || !strings.Contains(err.Error(), "bad setting") {

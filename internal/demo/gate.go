@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -35,28 +34,11 @@ type gateProcess struct {
 	logFile string
 	cmd     *exec.Cmd
 	cancel  context.CancelFunc
-	logs    *lockedBuffer
+	logs    *testenv.LogBuffer
 	exited  chan error
 	// isolated is true when the gate resolves the members' Canary services
 	// through the demo's hosts file.
 	isolated bool
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startGate builds cmd/release-gate, gives it a kubeconfig that acts as its
@@ -82,7 +64,7 @@ func startGate(ctx, runCtx context.Context, t *teller, cp *testenv.ControlPlane)
 	if err := os.WriteFile(hosts, []byte(t.members.hostsFile()), 0o600); err != nil {
 		return nil, fmt.Errorf("write the hosts file: %w", err)
 	}
-	g := &gateProcess{url: "http://" + addr, logFile: filepath.Join(t.dir, "release-gate.log"), logs: &lockedBuffer{}, exited: make(chan error, 1)}
+	g := &gateProcess{url: "http://" + addr, logFile: filepath.Join(t.dir, "release-gate.log"), logs: &testenv.LogBuffer{}, exited: make(chan error, 1)}
 	args, why := isolation(ctx, hosts, bin)
 	g.isolated = why == ""
 	// The gate drains on SIGTERM, so ending its context sends that rather
