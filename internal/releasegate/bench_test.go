@@ -173,7 +173,7 @@ func seedOne(ctx context.Context, cp *testenv.ControlPlane, ns string) error {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l}
 	}
 	partOf := map[string]string{"app.kubernetes.io/part-of": "auth", "app.kubernetes.io/managed-by": "deploy-kit"}
-	inputs := `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://release-gate.delivery-system.svc.cluster.local:8080","members":[{"checks":["error-rate","latency"],"process":"auth-api","readiness":{"path":"/ready","port":8081}},{"process":"auth-ui","readiness":{"path":"/","port":8080}}],"migration":{"identity":"auth-migration","nonTransactional":false}}`
+	inputs := `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://release-gate.delivery-system.svc.cluster.local:8080","errorRate":0.05,"latency":"500ms","members":[{"checks":["error-rate","latency"],"process":"auth-api","readiness":{"path":"/ready","port":8081}},{"process":"auth-ui","readiness":{"path":"/","port":8080}}],"migration":{"identity":"auth-migration","nonTransactional":false}}`
 	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: labelled("auth-release-gate", partOf), Data: map[string]string{"releaseGate.json": inputs}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
