@@ -54,17 +54,7 @@ func StartMinIO(ctx context.Context) (*MinIO, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	// A free port is only free until someone takes it; a start that loses the
-	// race is tried again on another.
-	for range 3 {
-		m, err := startMinIO(ctx, bin)
-		if err == nil {
-			return m, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
+	return onFreePort(func() (*MinIO, error) { return startMinIO(ctx, bin) })
 }
 
 func startMinIO(ctx context.Context, bin string) (*MinIO, error) {

@@ -20,3 +20,19 @@ func freePort() (int, error) {
 	}
 	return addr.Port, nil
 }
+
+// onFreePort starts a server, trying again up to twice: a free port is only
+// free until someone takes it, and a start that loses that race is tried on
+// another.
+func onFreePort[T any](start func() (T, error)) (T, error) {
+	var (
+		server T
+		err    error
+	)
+	for range 3 {
+		if server, err = start(); err == nil {
+			return server, nil
+		}
+	}
+	return server, err
+}

@@ -57,17 +57,7 @@ func StartVault(ctx context.Context) (*Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	// A free port is only free until someone takes it; a start that loses the
-	// race is tried again on another.
-	for range 3 {
-		v, err := startVault(ctx, bin)
-		if err == nil {
-			return v, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
+	return onFreePort(func() (*Vault, error) { return startVault(ctx, bin) })
 }
 
 func startVault(ctx context.Context, bin string) (*Vault, error) {
