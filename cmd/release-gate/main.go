@@ -12,6 +12,9 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
@@ -51,8 +54,9 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		ServiceAccount: getenv("METRICS_SCRAPER_SERVICE_ACCOUNT"),
 	}
 	err := env.Err()
+	var flaggerSelector labels.Selector
 	if err == nil {
-		_, err = flagger.Validate()
+		flaggerSelector, err = flagger.Validate()
 	}
 	if err == nil {
 		_, err = scraper.Validate()
@@ -74,7 +78,11 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		logger.Error("connect to the cluster", slog.String("error", err.Error()))
 		return 2
 	}
-	gate, err := releasegate.New(kube, flagger, logger)
+	// client-go's own messages (a watch that failed and is retried) go to
+	// the same JSON log.
+	klog.SetSlogLogger(logger)
+	callers := kube.WatchPods(ctx, flagger.Namespace, flaggerSelector)
+	gate, err := releasegate.New(kube, callers, flagger, logger)
 	if err != nil {
 		logger.Error("bad setting", slog.String("error", err.Error()))
 		return 2

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -23,12 +24,14 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 // kubeconfigAsGate writes a kubeconfig for the control plane that acts as the
 // gate's ServiceAccount, after applying the gate's RBAC file, so the binary
 // runs under exactly that grant.
-func kubeconfigAsGate(t *testing.T, cp *testenv.ControlPlane) string {
+func kubeconfigAsGate(t *testing.T, cp *testenv.ControlPlane, flaggerNS string) string {
 	t.Helper()
 	rbac, err := os.ReadFile("../../deploy/release-gate/rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The watch of Flagger's pods is granted in Flagger's namespace.
+	rbac = bytes.ReplaceAll(rbac, []byte("delivery-system # FLAGGER_NAMESPACE"), []byte(flaggerNS))
 	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: delivery-system}\n---\n")
 	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
 		t.Fatal(err)
@@ -74,7 +77,7 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 	}
 	env := map[string]string{
 		"ADDR":              "127.0.0.1:0",
-		"KUBECONFIG":        kubeconfigAsGate(t, cp),
+		"KUBECONFIG":        kubeconfigAsGate(t, cp, flaggerNS),
 		"FLAGGER_NAMESPACE": flaggerNS,
 	}
 	addr := make(chan net.Addr, 1)
@@ -106,8 +109,15 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := get("/readyz"); code != http.StatusOK {
-		t.Fatalf("/readyz: %d %s\n%s", code, body, logs.String())
+	// Ready once the API server answered and the watch listed Flagger's pods.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		code, body := get("/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d %s\n%s", code, body, logs.String())
+		}
 	}
 	if code, _ := get("/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz: %d", code)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
@@ -281,7 +282,32 @@ status:
 	if err != nil {
 		t.Fatalf("start Flagger's pod: %v", err)
 	}
+	flaggerNamespaceGrant(t, cp, ns)
 }
+
+// flaggerNamespaceGrant applies the part of the gate's RBAC file that lives
+// in Flagger's namespace (the lines marked FLAGGER_NAMESPACE) to ns.
+func flaggerNamespaceGrant(t testing.TB, cp *testenv.ControlPlane, ns string) {
+	t.Helper()
+	rbac, err := os.ReadFile("../../deploy/release-gate/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	for _, doc := range strings.Split(string(rbac), "\n---\n") {
+		if strings.Contains(doc, "# FLAGGER_NAMESPACE") {
+			docs = append(docs, strings.ReplaceAll(doc, "delivery-system # FLAGGER_NAMESPACE", ns))
+		}
+	}
+	if len(docs) == 0 {
+		t.Fatal("the gate's RBAC file grants nothing in Flagger's namespace")
+	}
+	if _, err := cp.Apply(context.Background(), []byte(strings.Join(docs, "\n---\n"))); err != nil {
+		t.Fatalf("apply the gate's grant in Flagger's namespace: %v", err)
+	}
+}
+
+
 
 // running is a gate serving on a loopback listener.
 type running struct {
@@ -293,23 +319,36 @@ type running struct {
 // serve starts the gate reading through cfg, answering Flagger in flaggerNS.
 func serve(t testing.TB, cfg *rest.Config, flaggerNS string) *running {
 	t.Helper()
+	return serveWith(t, cfg, flaggerNS, nil)
+}
+
+// serveWith is serve with the gate's own requests made by prober, when not
+// nil. It returns once the gate's watch has listed Flagger's pods, or has
+// been refused the list.
+func serveWith(t testing.TB, cfg *rest.Config, flaggerNS string, prober releasegate.Prober) *running {
+	t.Helper()
 	kube, err := releasegate.NewKube(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &testenv.LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	gate, err := releasegate.New(kube, releasegate.FlaggerIdentity{
-		Namespace: flaggerNS, Selector: "app.kubernetes.io/instance=flagger", ServiceAccount: "flagger",
-	}, logger)
+	ctx, cancel := context.WithCancel(context.Background())
+	identity := releasegate.FlaggerIdentity{Namespace: flaggerNS, Selector: "app.kubernetes.io/instance=flagger", ServiceAccount: "flagger"}
+	sel, err := identity.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
+	callers := kube.WatchPods(ctx, flaggerNS, sel)
+	gate, err := releasegate.New(kube, callers, identity, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.UseProber(prober)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- server.Serve(ctx, ln, server.Config{Routes: gate.Routes, Ready: gate.Ready, Logger: logger, DrainTimeout: 2 * time.Second})
@@ -320,6 +359,15 @@ func serve(t testing.TB, cfg *rest.Config, flaggerNS string) *running {
 			t.Errorf("serve: %v", err)
 		}
 	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		_, err := callers.FlaggerPods()
+		if err == nil || apierrors.IsForbidden(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch of Flagger's pods: %v", err)
+		}
+	}
 	return &running{url: "http://" + ln.Addr().String(), logs: logs, gate: gate}
 }
 

@@ -46,26 +46,26 @@ const (
 // Gate answers Flagger's webhooks. It holds the cluster reader and the notes
 // of the revision each member last asked at.
 type Gate struct {
-	cluster         Cluster
-	flagger         FlaggerIdentity
-	flaggerSelector labels.Selector
-	logger          *slog.Logger
-	notes           notes
-	reached         atomic.Bool
-	prober          Prober
+	cluster Cluster
+	callers Callers
+	flagger FlaggerIdentity
+	logger  *slog.Logger
+	notes   notes
+	reached atomic.Bool
+	prober  Prober
 }
 
-// New builds a gate reading cluster, answering the pods flagger names.
-func New(cluster Cluster, flagger FlaggerIdentity, logger *slog.Logger) (*Gate, error) {
-	sel, err := flagger.Validate()
-	if err != nil {
+// New builds a gate reading cluster, answering the pods flagger names as
+// callers (a watch of flagger.Namespace and flagger.Selector) holds them.
+func New(cluster Cluster, callers Callers, flagger FlaggerIdentity, logger *slog.Logger) (*Gate, error) {
+	if _, err := flagger.Validate(); err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Gate{
-		cluster: cluster, flagger: flagger, flaggerSelector: sel, logger: logger,
+		cluster: cluster, callers: callers, flagger: flagger, logger: logger,
 		notes:  notes{asked: map[memberKey]string{}},
 		prober: probe.New(),
 	}, nil
@@ -96,8 +96,12 @@ func (g *Gate) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /rollback", g.handle(WebhookRollback, g.rollback))
 }
 
-// Ready is ready once the gate has reached the API server.
+// Ready is ready once the gate has reached the API server and knows
+// Flagger's pods.
 func (g *Gate) Ready(ctx context.Context) error {
+	if _, err := g.callers.FlaggerPods(); err != nil {
+		return fmt.Errorf("Flagger's pods are not known yet: %w", err)
+	}
 	if g.reached.Load() {
 		return nil
 	}
@@ -115,6 +119,8 @@ type asked struct {
 	q   Question
 	in  *Inputs
 	own Canary
+	// canaries are the Canaries of the Application's namespace.
+	canaries []Canary
 }
 
 // decision is one webhook's own part. It is handed the question as soon as the
@@ -131,8 +137,8 @@ func (g *Gate) handle(webhook string, decide decision) http.HandlerFunc {
 		defer cancel()
 		log := g.logger.With(slog.String("webhook", webhook))
 
-		if ok, err := g.fromFlagger(ctx, r); err != nil {
-			g.cannot(ctx, w, log, fmt.Errorf("read Flagger's pods: %w", err))
+		if ok, err := g.fromFlagger(r); err != nil {
+			g.cannot(ctx, w, log, fmt.Errorf("know Flagger's pods: %w", err))
 			return
 		} else if !ok {
 			log.LogAttrs(ctx, slog.LevelWarn, "caller refused", slog.String("remote", r.RemoteAddr))
@@ -168,13 +174,12 @@ func (g *Gate) handle(webhook string, decide decision) http.HandlerFunc {
 	}
 }
 
-// identify makes the reads every webhook shares: the inputs and the asking
-// member's Canary. ok is false when the question is refused before the
-// webhook's own decision, with refusal saying why.
+// identify makes the reads every webhook shares: the inputs and the
+// Canaries of the Application's namespace, side by side. ok is false when the
+// question is refused before the webhook's own decision, with refusal saying
+// why.
 func (g *Gate) identify(ctx context.Context, q Question) (a asked, refusal Answer, ok bool, err error) {
-	// The Canary is read beside the inputs; for a process that turns out no
-	// member the read is wasted, which costs less than waiting for it.
-	own := async(func() (Canary, error) { return g.cluster.Canary(ctx, q.Namespace, q.Process) })
+	canaries := async(func() ([]Canary, error) { return g.cluster.CanariesIn(ctx, q.Namespace) })
 	cm, err := g.cluster.ConfigMap(ctx, q.Namespace, InputsConfigMap(q.Application))
 	if err != nil {
 		return asked{}, Answer{}, false, fmt.Errorf("read the inputs %s/%s: %w", q.Namespace, InputsConfigMap(q.Application), err)
@@ -187,25 +192,25 @@ func (g *Gate) identify(ctx context.Context, q Question) (a asked, refusal Answe
 		refusal, _ = Identify(q, in, Canary{}, false)
 		return asked{}, refusal, false, nil
 	}
-	c, err := own.get()
-	found := err == nil
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return asked{}, Answer{}, false, fmt.Errorf("read Canary %s/%s: %w", q.Namespace, q.Process, err)
+	cs, err := canaries.get()
+	if err != nil {
+		return asked{}, Answer{}, false, fmt.Errorf("list the Canaries of %s: %w", q.Namespace, err)
 	}
+	c, found := canaryNamed(cs, q.Process)
 	if refusal, ok = Identify(q, in, c, found); !ok {
 		return asked{}, refusal, false, nil
 	}
-	return asked{q: q, in: in, own: c}, Answer{}, true, nil
+	return asked{q: q, in: in, own: c, canaries: cs}, Answer{}, true, nil
 }
 
 // fromFlagger decides by the connection's source address alone: Flagger
 // sends no credential, and forwarding headers are whatever the caller wrote.
-func (g *Gate) fromFlagger(ctx context.Context, r *http.Request) (bool, error) {
+func (g *Gate) fromFlagger(r *http.Request) (bool, error) {
 	addrPort, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		return false, nil //nolint:nilerr // an address that does not parse is no pod's
 	}
-	pods, err := g.cluster.Pods(ctx, g.flagger.Namespace, g.flaggerSelector)
+	pods, err := g.callers.FlaggerPods()
 	if err != nil {
 		return false, err
 	}
@@ -244,83 +249,103 @@ func (g *Gate) mayStart(ctx context.Context, q Question) func(asked) (Answer, er
 	}
 }
 
-// newCopy reads the member's Deployment and lists the pods its selector matches.
-func (g *Gate) newCopy(ctx context.Context, q Question) *future[[]Pod] {
-	return async(func() ([]Pod, error) {
-		target, err := g.cluster.Deployment(ctx, q.Namespace, q.Process)
+// copies are the reads that find members' copies: the Deployments of the
+// namespace and the Application's pods, listed side by side. One list of the
+// Application's pods serves every member: the render puts part-of on every
+// pod template, and each copy's own selector then picks its pods out.
+type copies struct {
+	deployments *future[[]Deployment]
+	pods        *future[[]Pod]
+}
+
+func (g *Gate) readCopies(ctx context.Context, q Question) copies {
+	return copies{
+		deployments: g.readDeployments(ctx, q),
+		pods: async(func() ([]Pod, error) {
+			pods, err := g.cluster.Pods(ctx, q.Namespace, labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application}))
+			if err != nil {
+				return nil, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Application, err)
+			}
+			return pods, nil
+		}),
+	}
+}
+
+func (g *Gate) readDeployments(ctx context.Context, q Question) *future[[]Deployment] {
+	return async(func() ([]Deployment, error) {
+		ds, err := g.cluster.DeploymentsIn(ctx, q.Namespace)
 		if err != nil {
-			return nil, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, err)
+			return nil, fmt.Errorf("list the Deployments of %s: %w", q.Namespace, err)
 		}
-		pods, err := g.cluster.Pods(ctx, q.Namespace, target.Selector)
-		if err != nil {
-			return nil, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Process, err)
-		}
-		return pods, nil
+		return ds, nil
 	})
+}
+
+// newCopy is the asking member's new copy, its Deployment <process>, and
+// the pods its selector matches.
+func (c copies) newCopy(q Question) (ds []Deployment, all, own []Pod, err error) {
+	if ds, err = c.deployments.get(); err != nil {
+		return nil, nil, nil, err
+	}
+	if all, err = c.pods.get(); err != nil {
+		return nil, nil, nil, err
+	}
+	target := deploymentNamed(ds, q.Process)
+	if target == nil {
+		return nil, nil, nil, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, ErrNotFound)
+	}
+	return ds, all, selectPods(all, target.Selector), nil
 }
 
 func (g *Gate) checks(ctx context.Context, q Question) func(asked) (Answer, error) {
-	pods := g.newCopy(ctx, q)
+	reads := g.readCopies(ctx, q)
 	return func(a asked) (Answer, error) {
-		ps, err := pods.get()
+		_, _, pods, err := reads.newCopy(q)
 		if err != nil {
 			return Answer{}, err
 		}
-		return g.checkOwnTraffic(ctx, a, ps)
+		return g.checkOwnTraffic(ctx, a, pods)
 	}
 }
 
-// members reads every other member's Canary side by side, the asking
-// member's being already read.
-func (g *Gate) members(ctx context.Context, a asked) ([]MemberState, error) {
-	canaries := make([]*future[Canary], len(a.in.Members))
-	for i, m := range a.in.Members {
-		if m.Process != a.q.Process {
-			canaries[i] = async(func() (Canary, error) { return g.cluster.Canary(ctx, a.q.Namespace, m.Process) })
-		}
-	}
+// members is every member's state as the namespace's Canaries and the notes
+// hold it.
+func (g *Gate) members(a asked) []MemberState {
 	out := make([]MemberState, 0, len(a.in.Members))
-	for i, m := range a.in.Members {
+	for _, m := range a.in.Members {
 		s := MemberState{Process: m.Process, Asked: g.notes.lastAsked(a.q, m.Process)}
-		if canaries[i] == nil {
-			s.Canary, s.HasCanary = a.own, true
-		} else {
-			c, err := canaries[i].get()
-			switch {
-			case err == nil:
-				s.Canary, s.HasCanary = c, true
-			case !errors.Is(err, ErrNotFound):
-				return nil, fmt.Errorf("read Canary %s/%s: %w", a.q.Namespace, m.Process, err)
-			}
-		}
+		s.Canary, s.HasCanary = canaryNamed(a.canaries, m.Process)
 		out = append(out, s)
 	}
-	return out, nil
+	return out
 }
 
-// deployment reads a Deployment that may not be there: nil when it is not.
-func (g *Gate) deployment(ctx context.Context, namespace, name string) *future[*Deployment] {
-	return async(func() (*Deployment, error) {
-		d, err := g.cluster.Deployment(ctx, namespace, name)
-		switch {
-		case err == nil:
-			return &d, nil
-		case errors.Is(err, ErrNotFound):
-			return nil, nil
+func canaryNamed(cs []Canary, name string) (Canary, bool) {
+	for _, c := range cs {
+		if c.Name == name {
+			return c, true
 		}
-		return nil, fmt.Errorf("read Deployment %s/%s: %w", namespace, name, err)
-	})
+	}
+	return Canary{}, false
 }
 
-func (g *Gate) mayPromote(ctx context.Context, _ Question) func(asked) (Answer, error) {
+// deploymentNamed is the Deployment name among ds; nil when it is not there.
+func deploymentNamed(ds []Deployment, name string) *Deployment {
+	for i := range ds {
+		if ds[i].Name == name {
+			return &ds[i]
+		}
+	}
+	return nil
+}
+
+// mayPromote lists the Deployments beside the common reads, though only a
+// member that may have not changed needs its copies compared: reading them
+// when not needed costs less than waiting for them when they are.
+func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, error) {
+	deployments := g.readDeployments(ctx, q)
 	return func(a asked) (Answer, error) {
-		members, err := g.members(ctx, a)
-		if err != nil {
-			return Answer{}, err
-		}
-		// Only a member that may have not changed needs its copies compared;
-		// the rest cost no further read. Those reads run side by side.
-		copies := make([][2]*future[*Deployment], len(members))
+		members := g.members(a)
 		for i, m := range members {
 			if m.Process == a.q.Process || !m.HasCanary || PassedOnRecord(a.q, m) {
 				continue
@@ -331,73 +356,40 @@ func (g *Gate) mayPromote(ctx context.Context, _ Question) func(asked) (Answer, 
 			if m.Canary.Phase != PhaseInitialized && m.Canary.Phase != PhaseSucceeded {
 				continue
 			}
-			copies[i] = [2]*future[*Deployment]{
-				g.deployment(ctx, a.q.Namespace, m.Process),
-				g.deployment(ctx, a.q.Namespace, m.Process+primarySuffix),
-			}
-		}
-		for i := range members {
-			if copies[i][0] == nil {
-				continue
-			}
-			if members[i].Target, err = copies[i][0].get(); err != nil {
+			ds, err := deployments.get()
+			if err != nil {
 				return Answer{}, err
 			}
-			if members[i].Primary, err = copies[i][1].get(); err != nil {
-				return Answer{}, err
-			}
+			members[i].Target = deploymentNamed(ds, m.Process)
+			members[i].Primary = deploymentNamed(ds, m.Process+primarySuffix)
 		}
 		return g.checkProtected(ctx, a, members, MayPromote(a.q, a.in, members))
 	}
 }
 
 func (g *Gate) rollback(ctx context.Context, q Question) func(asked) (Answer, error) {
-	target := async(func() (Deployment, error) { return g.cluster.Deployment(ctx, q.Namespace, q.Process) })
-	// One list of the Application's pods serves every member: the render puts
-	// part-of on every pod template, and each copy's own selector then picks
-	// its pods out of the list.
-	appPods := async(func() ([]Pod, error) {
-		return g.cluster.Pods(ctx, q.Namespace, labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application}))
-	})
+	reads := g.readCopies(ctx, q)
 	return func(a asked) (Answer, error) {
 		own := MemberState{Process: a.q.Process, Canary: a.own, HasCanary: true}
 		if p := a.own.Phase; p != PhaseProgressing && p != PhaseWaitingPromotion {
 			return Rollback(a.q, own, nil), nil
 		}
-		d, err := target.get()
+		ds, pods, ownPods, err := reads.newCopy(q)
 		if err != nil {
-			return Answer{}, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, err)
+			return Answer{}, err
 		}
-		pods, err := appPods.get()
-		if err != nil {
-			return Answer{}, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Application, err)
-		}
-		own.Pods = selectPods(pods, d.Selector)
+		own.Pods = ownPods
 		ownCopy := ReadCopy(own.Pods)
 		if ok, _ := RollbackEligible(own, ownCopy); !ok || ownCopy.MostRestarts >= RollbackRestarts {
 			return Rollback(a.q, own, nil), nil
 		}
-		members, err := g.members(ctx, a)
-		if err != nil {
-			return Answer{}, err
-		}
-		targets := make([]*future[*Deployment], len(members))
-		for i, m := range members {
-			if _, ok := memberOfRelease(a.q, m); ok && m.Process != a.q.Process && m.Canary.Phase != PhaseFailed {
-				targets[i] = g.deployment(ctx, a.q.Namespace, m.Process)
-			}
-		}
-		others := make([]MemberState, 0, len(members))
-		for i, m := range members {
+		others := make([]MemberState, 0, len(a.in.Members))
+		for _, m := range g.members(a) {
 			if m.Process == a.q.Process {
 				continue
 			}
-			if targets[i] != nil {
-				d, err := targets[i].get()
-				if err != nil {
-					return Answer{}, err
-				}
-				if d != nil {
+			if _, ok := memberOfRelease(a.q, m); ok && m.Canary.Phase != PhaseFailed {
+				if d := deploymentNamed(ds, m.Process); d != nil {
 					m.Pods = selectPods(pods, d.Selector)
 				}
 			}

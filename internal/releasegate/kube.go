@@ -18,6 +18,7 @@ import (
 
 // Kube reads the cluster through client-go, one request per call and no
 // cache: every answer is made of what the API server holds at that moment.
+// Flagger's pods alone are kept by a watch (WatchPods).
 type Kube struct {
 	kube    kubernetes.Interface
 	flagger flaggerclient.Interface
@@ -138,13 +139,17 @@ func jobOf(j *batchv1.Job) Job {
 	return out
 }
 
-// Canary reads one Canary.
-func (k *Kube) Canary(ctx context.Context, namespace, name string) (Canary, error) {
-	c, err := k.flagger.FlaggerV1beta1().Canaries(namespace).Get(ctx, name, metav1.GetOptions{})
+// CanariesIn lists the Canaries of namespace.
+func (k *Kube) CanariesIn(ctx context.Context, namespace string) ([]Canary, error) {
+	list, err := k.flagger.FlaggerV1beta1().Canaries(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Canary{}, notFound(err)
+		return nil, err
 	}
-	return canaryOf(c), nil
+	out := make([]Canary, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, canaryOf(&list.Items[i]))
+	}
+	return out, nil
 }
 
 func canaryOf(c *flaggerv1.Canary) Canary {
@@ -175,6 +180,23 @@ func (k *Kube) Deployment(ctx context.Context, namespace, name string) (Deployme
 		return Deployment{}, notFound(err)
 	}
 	return deploymentOf(d)
+}
+
+// DeploymentsIn lists the Deployments of namespace. The API server checks a
+// Deployment's selector when it is written, so one that does not parse is
+// left out: a copy the gate cannot read reads as absent, which withholds.
+func (k *Kube) DeploymentsIn(ctx context.Context, namespace string) ([]Deployment, error) {
+	list, err := k.kube.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Deployment, 0, len(list.Items))
+	for i := range list.Items {
+		if d, err := deploymentOf(&list.Items[i]); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 func deploymentOf(d *appsv1.Deployment) (Deployment, error) {

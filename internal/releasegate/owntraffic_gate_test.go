@@ -3,7 +3,6 @@ package releasegate_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
-	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -125,35 +122,7 @@ func refusedAddr(t testing.TB) string {
 // the dial seam; the prober is set before the gate serves.
 func serveProbing(t testing.TB, cfg *rest.Config, flaggerNS string, services *canaryServices, opts ...probe.Option) *running {
 	t.Helper()
-	kube, err := releasegate.NewKube(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &testenv.LogBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	gate, err := releasegate.New(kube, releasegate.FlaggerIdentity{
-		Namespace: flaggerNS, Selector: "app.kubernetes.io/instance=flagger", ServiceAccount: "flagger",
-	}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate.UseProber(probe.New(append([]probe.Option{probe.WithDial(services.dial), probe.WithRequestTimeout(testRequestTimeout)}, opts...)...))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Serve(ctx, ln, server.Config{Routes: gate.Routes, Ready: gate.Ready, Logger: logger, DrainTimeout: 2 * time.Second})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return &running{url: "http://" + ln.Addr().String(), logs: logs, gate: gate}
+	return serveWith(t, cfg, flaggerNS, probe.New(append([]probe.Option{probe.WithDial(services.dial), probe.WithRequestTimeout(testRequestTimeout)}, opts...)...))
 }
 
 // probedInputs renders the auth inputs with checks on the members named and

@@ -168,6 +168,10 @@ func Start(ctx context.Context) (*ControlPlane, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	// A service under test may hold a watch open when its API server is
+	// stopped; without a grace period for watches the API server waits for
+	// them to end on their own, well past the stop's timeout.
+	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
