@@ -14,7 +14,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -36,20 +35,8 @@ func kubeconfigAsGate(t *testing.T, cp *testenv.ControlPlane, flaggerNS string) 
 	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := cp.Kubeconfig()
+	path, err := cp.KubeconfigAs(t.TempDir(), "delivery-system", "release-gate")
 	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.Load(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, user := range cfg.AuthInfos {
-		user.Impersonate = "system:serviceaccount:delivery-system:release-gate"
-		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:delivery-system", "system:authenticated"}
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -40,20 +38,8 @@ func kubeconfigAsReporter(t *testing.T, cp *testenv.ControlPlane) string {
 	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := cp.Kubeconfig()
+	path, err := cp.KubeconfigAs(t.TempDir(), "delivery-system", "reporter")
 	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.Load(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, user := range cfg.AuthInfos {
-		user.Impersonate = "system:serviceaccount:delivery-system:reporter"
-		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:delivery-system", "system:authenticated"}
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -52,7 +50,7 @@ func startGate(ctx, runCtx context.Context, t *teller, cp *testenv.ControlPlane)
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build the release gate: %w: %s", err, out)
 	}
-	kubeconfig, err := gateKubeconfig(cp, t.dir)
+	kubeconfig, err := cp.KubeconfigAs(t.dir, gateNS, "release-gate")
 	if err != nil {
 		return nil, err
 	}
@@ -133,27 +131,6 @@ func isolation(ctx context.Context, hosts, bin string) ([]string, string) {
 		return []string{bin}, strings.TrimSpace(string(out) + " " + err.Error())
 	}
 	return wrap(bin), ""
-}
-
-// gateKubeconfig writes a kubeconfig that acts as the gate's ServiceAccount.
-func gateKubeconfig(cp *testenv.ControlPlane, dir string) (string, error) {
-	raw, err := cp.Kubeconfig()
-	if err != nil {
-		return "", err
-	}
-	cfg, err := clientcmd.Load(raw)
-	if err != nil {
-		return "", fmt.Errorf("read the kubeconfig: %w", err)
-	}
-	for _, user := range cfg.AuthInfos {
-		user.Impersonate = "system:serviceaccount:" + gateNS + ":release-gate"
-		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + gateNS, "system:authenticated"}
-	}
-	path := filepath.Join(dir, "release-gate.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return "", fmt.Errorf("write the gate's kubeconfig: %w", err)
-	}
-	return path, nil
 }
 
 func freeAddress() (string, error) {

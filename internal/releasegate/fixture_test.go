@@ -307,8 +307,6 @@ func flaggerNamespaceGrant(t testing.TB, cp *testenv.ControlPlane, ns string) {
 	}
 }
 
-
-
 // running is a gate serving on a loopback listener.
 type running struct {
 	url  string

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -209,9 +210,36 @@ func (cp *ControlPlane) Kubeconfig() ([]byte, error) {
 // runs a service under exactly the grant its RBAC file gives it.
 func (cp *ControlPlane) As(namespace, name string) *rest.Config {
 	cfg := rest.CopyConfig(cp.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{
+	cfg.Impersonate = serviceAccount(namespace, name)
+	return cfg
+}
+
+func serviceAccount(namespace, name string) rest.ImpersonationConfig {
+	return rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + namespace + ":" + name,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
 	}
-	return cfg
+}
+
+// KubeconfigAs writes a kubeconfig file into dir that acts as the
+// ServiceAccount namespace/name, As for a binary started with KUBECONFIG,
+// and returns its path.
+func (cp *ControlPlane) KubeconfigAs(dir, namespace, name string) (string, error) {
+	raw, err := cp.Kubeconfig()
+	if err != nil {
+		return "", err
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		return "", fmt.Errorf("read the kubeconfig: %w", err)
+	}
+	as := serviceAccount(namespace, name)
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate, user.ImpersonateGroups = as.UserName, as.Groups
+	}
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("write the kubeconfig of %s/%s: %w", namespace, name, err)
+	}
+	return path, nil
 }
