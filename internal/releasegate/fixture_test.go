@@ -109,16 +109,15 @@ func (a *app) manifests() string {
 	doc := func(format string, args ...any) { fmt.Fprintf(&b, "---\n"+format+"\n", args...) }
 	inputs := a.inputs
 	if inputs == "" {
-		var ms []string
+		var processes []string
 		for _, m := range a.members {
-			ms = append(ms, fmt.Sprintf(`{"process":%q,"readiness":{"path":"/ready","port":8080}}`, m.process))
+			processes = append(processes, m.process)
 		}
 		mig := ""
 		if a.migration {
-			mig = `,"migration":{"identity":"` + a.name + `-migration","nonTransactional":false}`
+			mig = `{"identity":"` + a.name + `-migration","nonTransactional":false}`
 		}
-		inputs = `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://release-gate.delivery-system.svc.cluster.local:8080","members":[` +
-			strings.Join(ms, ",") + `]` + mig + `}`
+		inputs = renderedInputs(processes, mig)
 	}
 	inputsApp := a.inputsApp
 	if inputsApp == "" {
@@ -208,40 +207,7 @@ status:
 		}
 	}
 	for _, j := range a.jobs {
-		status := ""
-		now := time.Now().UTC().Format(time.RFC3339)
-		switch {
-		case j.complete:
-			status = fmt.Sprintf(`status:
-  startTime: %q
-  completionTime: %q
-  succeeded: 1
-  conditions:
-    - {type: SuccessCriteriaMet, status: "True", lastProbeTime: %q, lastTransitionTime: %q}
-    - {type: Complete, status: "True", lastProbeTime: %q, lastTransitionTime: %q}`, now, now, now, now, now, now)
-		case j.failed:
-			status = fmt.Sprintf(`status:
-  startTime: %q
-  failed: 1
-  conditions:
-    - {type: FailureTarget, status: "True", lastProbeTime: %q, lastTransitionTime: %q}
-    - {type: Failed, status: "True", lastProbeTime: %q, lastTransitionTime: %q}`, now, now, now, now, now)
-		}
-		doc(`apiVersion: batch/v1
-kind: Job
-metadata:
-  name: %s
-  namespace: %s
-  labels: {app.kubernetes.io/name: %s, app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}
-spec:
-  suspend: %v
-  backoffLimit: 0
-  template:
-    metadata: {labels: {app.kubernetes.io/name: %s}}
-    spec:
-      restartPolicy: Never
-      containers: [{name: migration, image: migration:1, args: [up, %s]}]
-%s`, j.name, a.ns, j.identity, a.name, !j.complete && !j.failed, j.identity, tag, status)
+		b.WriteString(jobYAML(a.ns, a.name, j.name, j.identity, !j.complete && !j.failed, j.complete, j.failed, "[up, "+tag+"]"))
 	}
 	return b.String()
 }
@@ -305,6 +271,61 @@ func flaggerNamespaceGrant(t testing.TB, cp *testenv.ControlPlane, ns string) {
 	if _, err := cp.Apply(context.Background(), []byte(strings.Join(docs, "\n---\n"))); err != nil {
 		t.Fatalf("apply the gate's grant in Flagger's namespace: %v", err)
 	}
+}
+
+// renderedInputs is releaseGate.json as the render writes it for processes,
+// each ready at /ready on 8080, with migration (a JSON object) unless empty.
+func renderedInputs(processes []string, migration string) string {
+	var ms []string
+	for _, p := range processes {
+		ms = append(ms, fmt.Sprintf(`{"process":%q,"readiness":{"path":"/ready","port":8080}}`, p))
+	}
+	if migration != "" {
+		migration = `,"migration":` + migration
+	}
+	return `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://release-gate.delivery-system.svc.cluster.local:8080","members":[` +
+		strings.Join(ms, ",") + `]` + migration + `}`
+}
+
+// jobYAML is a release Job of Application app, labelled as the render labels
+// it, complete or failed as asked, its container run with args.
+func jobYAML(ns, app, name, identity string, suspended, complete, failed bool, args string) string {
+	now := time.Now().UTC().Format(time.RFC3339)
+	status := ""
+	switch {
+	case complete:
+		status = fmt.Sprintf(`status:
+  startTime: %q
+  completionTime: %q
+  succeeded: 1
+  conditions:
+    - {type: SuccessCriteriaMet, status: "True", lastProbeTime: %q, lastTransitionTime: %q}
+    - {type: Complete, status: "True", lastProbeTime: %q, lastTransitionTime: %q}`, now, now, now, now, now, now)
+	case failed:
+		status = fmt.Sprintf(`status:
+  startTime: %q
+  failed: 1
+  conditions:
+    - {type: FailureTarget, status: "True", lastProbeTime: %q, lastTransitionTime: %q}
+    - {type: Failed, status: "True", lastProbeTime: %q, lastTransitionTime: %q}`, now, now, now, now, now)
+	}
+	return fmt.Sprintf(`---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: %s
+  namespace: %s
+  labels: {app.kubernetes.io/name: %s, app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}
+spec:
+  suspend: %v
+  backoffLimit: 0
+  template:
+    metadata: {labels: {app.kubernetes.io/name: %s}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: migration, image: migration:1, args: %s}]
+%s
+`, name, ns, identity, app, suspended, identity, args, status)
 }
 
 // running is a gate serving on a loopback listener.

@@ -59,9 +59,9 @@ func (a *tended) manifests() string {
 	doc := func(format string, args ...any) { fmt.Fprintf(&b, "---\n"+format+"\n", args...) }
 	inputs := a.inputs
 	if inputs == "" {
-		var ms []string
+		var processes []string
 		for _, m := range a.members {
-			ms = append(ms, fmt.Sprintf(`{"process":%q,"readiness":{"path":"/ready","port":8080}}`, m.process))
+			processes = append(processes, m.process)
 		}
 		mig := ""
 		if a.migration {
@@ -69,10 +69,9 @@ func (a *tended) manifests() string {
 			if a.testedAgainst != "" {
 				tested = `,"testedAgainst":"` + a.testedAgainst + `"`
 			}
-			mig = fmt.Sprintf(`,"migration":{"identity":%q,"nonTransactional":%v%s}`, a.identity(), a.nonTransactional, tested)
+			mig = fmt.Sprintf(`{"identity":%q,"nonTransactional":%v%s}`, a.identity(), a.nonTransactional, tested)
 		}
-		inputs = `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://release-gate.delivery-system.svc.cluster.local:8080","members":[` +
-			strings.Join(ms, ",") + `]` + mig + `}`
+		inputs = renderedInputs(processes, mig)
 	}
 	doc(`apiVersion: v1
 kind: ConfigMap
@@ -133,40 +132,7 @@ spec:
 		}
 	}
 	for _, j := range a.jobs {
-		now := time.Now().UTC().Format(time.RFC3339)
-		status := ""
-		switch {
-		case j.complete:
-			status = fmt.Sprintf(`status:
-  startTime: %q
-  completionTime: %q
-  succeeded: 1
-  conditions:
-    - {type: SuccessCriteriaMet, status: "True", lastProbeTime: %q, lastTransitionTime: %q}
-    - {type: Complete, status: "True", lastProbeTime: %q, lastTransitionTime: %q}`, now, now, now, now, now, now)
-		case j.failed:
-			status = fmt.Sprintf(`status:
-  startTime: %q
-  failed: 1
-  conditions:
-    - {type: FailureTarget, status: "True", lastProbeTime: %q, lastTransitionTime: %q}
-    - {type: Failed, status: "True", lastProbeTime: %q, lastTransitionTime: %q}`, now, now, now, now, now)
-		}
-		doc(`apiVersion: batch/v1
-kind: Job
-metadata:
-  name: %s
-  namespace: %s
-  labels: {app.kubernetes.io/name: %s, app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}
-spec:
-  suspend: %v
-  backoffLimit: 0
-  template:
-    metadata: {labels: {app.kubernetes.io/name: %s}}
-    spec:
-      restartPolicy: Never
-      containers: [{name: migration, image: migration:1}]
-%s`, j.name, a.ns, a.identity(), a.name, j.suspended, a.identity(), status)
+		b.WriteString(jobYAML(a.ns, a.name, j.name, a.identity(), j.suspended, j.complete, j.failed, "[]"))
 	}
 	if a.record != nil {
 		doc(`apiVersion: v1
