@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -37,8 +36,7 @@ type MinIO struct {
 	// DataDir holds the server's drive, so a test can damage what it stores.
 	DataDir string
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *process
 	log  *LogBuffer
 	home string
 	stop sync.Once
@@ -80,7 +78,6 @@ func startMinIO(ctx context.Context, bin string) (*MinIO, error) {
 		AccessKey: "minio-test-" + randomHex(4),
 		SecretKey: "minio-secret-" + randomHex(12),
 		DataDir:   data,
-		done:      make(chan struct{}),
 		log:       &LogBuffer{},
 		home:      home,
 	}
@@ -88,27 +85,22 @@ func startMinIO(ctx context.Context, bin string) (*MinIO, error) {
 	// other loopback address (MinIO adds them all for its console; there is
 	// no switch to drop [::1]), so it is never reachable from outside the
 	// machine. The console is named a loopback port too and is turned off.
-	m.cmd = exec.Command(bin, "server", "--quiet", "--anonymous",
+	cmd := exec.Command(bin, "server", "--quiet", "--anonymous",
 		"--address", m.Endpoint, "--console-address", "127.0.0.1:"+strconv.Itoa(consolePort),
 		"--certs-dir", filepath.Join(home, "certs"), data)
 	// A private HOME keeps the server's config and certs folder out of the
 	// user's; the browser console and update checks stay off.
-	m.cmd.Env = []string{
+	cmd.Env = []string{
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
 		"MINIO_ROOT_USER=" + m.AccessKey, "MINIO_ROOT_PASSWORD=" + m.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CI_CD=1",
 	}
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
-	if err := m.cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = m.log, m.log
+	if m.proc, err = startProcess(cmd); err != nil {
 		_ = os.RemoveAll(data)
 		_ = os.RemoveAll(home)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, err
 	}
-	go func() {
-		_ = m.cmd.Wait()
-		close(m.done)
-	}()
 	if err := m.waitReady(ctx); err != nil {
 		_ = m.Stop()
 		return nil, err
@@ -136,7 +128,7 @@ func (m *MinIO) waitReady(ctx context.Context) error {
 		}
 		last = err
 		select {
-		case <-m.done:
+		case <-m.proc.exited():
 			return fmt.Errorf("minio exited at start: %s", m.log.String())
 		case <-ctx.Done():
 			return fmt.Errorf("minio at %s not ready (%w): %s", m.Endpoint, errors.Join(last, ctx.Err()), m.log.String())
@@ -148,13 +140,7 @@ func (m *MinIO) waitReady(ctx context.Context) error {
 // Stop ends the server and removes its data.
 func (m *MinIO) Stop() error {
 	m.stop.Do(func() {
-		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-m.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-			<-m.done
-		}
+		m.proc.terminate(10 * time.Second)
 		_ = os.RemoveAll(m.DataDir)
 		_ = os.RemoveAll(m.home)
 	})

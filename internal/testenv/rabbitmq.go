@@ -41,8 +41,7 @@ type RabbitMQ struct {
 	dir      string
 	env      []string
 	epmdPort int
-	server   *exec.Cmd
-	exited   chan struct{}
+	server   *process
 	lock     *os.File
 }
 
@@ -169,21 +168,18 @@ loopback_users = none
 	}
 	defer logFile.Close()
 	// Not CommandContext: the broker outlives the start deadline.
-	r.server = exec.Command(filepath.Join(RabbitMQBinDir, "rabbitmq-server"))
-	r.server.Env = r.env
-	r.server.Stdout, r.server.Stderr = logFile, logFile
-	r.server.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := r.server.Start(); err != nil {
-		return fmt.Errorf("start rabbitmq-server: %w", err)
+	server := exec.Command(filepath.Join(RabbitMQBinDir, "rabbitmq-server"))
+	server.Env = r.env
+	server.Stdout, server.Stderr = logFile, logFile
+	if r.server, err = startProcess(server); err != nil {
+		return err
 	}
-	r.exited = make(chan struct{})
-	go func() { _ = r.server.Wait(); close(r.exited) }()
 	for {
 		if err := r.API(ctx, http.MethodGet, "/api/overview", nil, nil); err == nil {
 			return nil
 		}
 		select {
-		case <-r.exited:
+		case <-r.server.exited():
 			out, _ := os.ReadFile(filepath.Join(r.dir, "server.out"))
 			return fmt.Errorf("rabbitmq-server exited while starting: %s", tail(out, 1500))
 		case <-ctx.Done():
@@ -246,12 +242,7 @@ func (r *RabbitMQ) Stop() error {
 		if out, err := stop.CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("rabbitmqctl stop: %w: %s", err, out))
 		}
-		select {
-		case <-r.exited:
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(-r.server.Process.Pid, syscall.SIGKILL)
-			<-r.exited
-		}
+		r.server.await(30 * time.Second)
 		r.server = nil
 	}
 	if r.epmdPort != 0 {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,8 +44,7 @@ type Vault struct {
 	// Client acts as root; tests arrange Vault through it.
 	Client *vaultapi.Client
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *process
 	log  *LogBuffer
 	stop sync.Once
 }
@@ -77,18 +75,17 @@ func startVault(ctx context.Context, bin string) (*Vault, error) {
 	// A private HOME keeps the dev server from reading or writing a token
 	// helper of whoever runs the tests.
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "VAULT_LOG_LEVEL=warn"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	log := &LogBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	proc, err := startProcess(cmd)
+	if err != nil {
 		_ = os.RemoveAll(home)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, err
 	}
-	v := &Vault{Addr: "http://" + addr, RootToken: token, cmd: cmd, done: make(chan struct{}), log: log}
+	v := &Vault{Addr: "http://" + addr, RootToken: token, proc: proc, log: log}
 	go func() {
-		_ = cmd.Wait()
+		<-proc.exited()
 		_ = os.RemoveAll(home)
-		close(v.done)
 	}()
 
 	cfg := vaultapi.DefaultConfig()
@@ -115,7 +112,7 @@ func (v *Vault) waitReady(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-v.done:
+		case <-v.proc.exited():
 			return fmt.Errorf("vault server exited at start: %s", v.log.String())
 		case <-ctx.Done():
 			return fmt.Errorf("vault server at %s not ready (last health check: %w): %s", v.Addr, errors.Join(err), v.log.String())
@@ -127,13 +124,7 @@ func (v *Vault) waitReady(ctx context.Context) error {
 // Stop ends the server; its state, kept in memory, is gone.
 func (v *Vault) Stop() error {
 	v.stop.Do(func() {
-		_ = syscall.Kill(-v.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-v.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
-			<-v.done
-		}
+		v.proc.terminate(10 * time.Second)
 	})
 	return nil
 }

@@ -1,0 +1,51 @@
+package testenv
+
+import (
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// process is a test server's process, started in a process group of its
+// own so that stopping it reaches every child it started.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startProcess starts cmd. The caller sets its arguments, environment and
+// output; cmd is not tied to a context, because the server outlives the
+// deadline of its start.
+func startProcess(cmd *exec.Cmd) (*process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited is closed once the process has ended.
+func (p *process) exited() <-chan struct{} { return p.done }
+
+// terminate asks the group to end with SIGTERM and waits for it, killing it
+// after grace.
+func (p *process) terminate(grace time.Duration) {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	p.await(grace)
+}
+
+// await waits for the process to end, killing its group after grace.
+func (p *process) await(grace time.Duration) {
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
