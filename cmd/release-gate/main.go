@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
@@ -78,10 +77,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		logger.Error("connect to the cluster", slog.String("error", err.Error()))
 		return 2
 	}
-	// client-go's own messages (a watch that failed and is retried) go to
-	// the same JSON log.
-	klog.SetSlogLogger(logger)
-	callers := kube.WatchPods(ctx, flagger.Namespace, flaggerSelector)
+	callers := kube.WatchPods(ctx, flagger.Namespace, flaggerSelector, logger)
 	gate, err := releasegate.New(kube, callers, flagger, logger)
 	if err != nil {
 		logger.Error("bad setting", slog.String("error", err.Error()))
@@ -108,16 +104,9 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		logger.Error("listen", slog.String("addr", addr), slog.String("error", err.Error()))
 		return 1
 	}
-	// The rounds stop with the server, whichever ends first.
-	roundsCtx, stopRounds := context.WithCancel(ctx)
-	roundsDone := make(chan struct{})
-	go func() {
-		defer close(roundsDone)
-		rounds.Run(roundsCtx)
-	}()
-	err = server.Serve(ctx, ln, server.Config{Routes: routes, Ready: gate.Ready, Logger: logger})
-	stopRounds()
-	<-roundsDone
+	err = rounds.RunBeside(ctx, func(ctx context.Context) error {
+		return server.Serve(ctx, ln, server.Config{Routes: routes, Ready: gate.Ready, Logger: logger})
+	})
 	if err != nil {
 		logger.Error("serve", slog.String("error", err.Error()))
 		return 1

@@ -358,7 +358,7 @@ func serveWith(t testing.TB, cfg *rest.Config, flaggerNS string, prober releaseg
 	if err != nil {
 		t.Fatal(err)
 	}
-	callers := kube.WatchPods(ctx, flaggerNS, sel)
+	callers := kube.WatchPods(ctx, flaggerNS, sel, logger)
 	gate, err := releasegate.New(kube, callers, identity, logger)
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // PodWatch holds the pods of one namespace that a selector matches, as the
@@ -29,12 +33,12 @@ type PodWatch struct {
 var _ Callers = (*PodWatch)(nil)
 
 // WatchPods starts watching the pods of namespace that selector matches,
-// until ctx ends. It needs list and watch on pods in that namespace alone.
-func (k *Kube) WatchPods(ctx context.Context, namespace string, selector labels.Selector) *PodWatch {
-	factory := informers.NewSharedInformerFactoryWithOptions(k.kube, 0,
-		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector.String() }))
-	w := &PodWatch{namespace: namespace, selector: selector, informer: factory.Core().V1().Pods().Informer()}
+// until ctx ends; client-go's messages about the watch go to logger. It
+// needs list and watch on pods in that namespace alone.
+func (k *Kube) WatchPods(ctx context.Context, namespace string, selector labels.Selector, logger *slog.Logger) *PodWatch {
+	informer := coreinformers.NewFilteredPodInformer(k.kube, namespace, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = selector.String() })
+	w := &PodWatch{namespace: namespace, selector: selector, informer: informer}
 	// The failure is kept for the error FlaggerPods gives until the first
 	// list, and logged as client-go logs it; the informer retries on its own.
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -43,7 +47,10 @@ func (k *Kube) WatchPods(ctx context.Context, namespace string, selector labels.
 		w.mu.Unlock()
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
-	factory.Start(ctx.Done())
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	go informer.RunWithContext(klog.NewContext(ctx, logr.FromSlogHandler(logger.Handler())))
 	return w
 }
 
