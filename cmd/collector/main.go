@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
@@ -79,17 +78,14 @@ func run(ctx context.Context, getenv func(string) string, readFile func(string) 
 		return 1
 	}
 	loop := &periodic.Loop{Interval: cfg.interval, Pass: c.Pass, Now: now, Logger: logger, Name: "capture"}
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { loop.Run(loopCtx) })
 	logger.Info("collector started", slog.String("cluster", cfg.cluster), slog.String("repository", cfg.repo.String()),
 		slog.String("path", cfg.path), slog.Duration("interval", cfg.interval))
-	err = server.ListenAndServe(ctx, cfg.addr, server.Config{
-		Logger: logger,
-		Routes: func(mux *http.ServeMux) { mux.HandleFunc("GET /fresh", loop.FreshHandler) },
+	err = loop.RunBeside(ctx, func(ctx context.Context) error {
+		return server.ListenAndServe(ctx, cfg.addr, server.Config{
+			Logger: logger,
+			Routes: func(mux *http.ServeMux) { mux.HandleFunc("GET /fresh", loop.FreshHandler) },
+		})
 	})
-	stopLoop()
-	wg.Wait()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("server stopped", slog.String("error", err.Error()))
 		return 1

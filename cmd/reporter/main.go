@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
@@ -80,20 +79,17 @@ func run(ctx context.Context, getenv func(string) string, readFile func(string) 
 		return 1
 	}
 	loop := &periodic.Loop{Interval: cfg.interval, Pass: r.Pass, Now: now, Logger: logger, Name: "pass"}
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { loop.Run(loopCtx) })
 	logger.Info("reporter started", slog.String("namespace", cfg.namespace), slog.String("gate", cfg.gateURL),
 		slog.Duration("interval", cfg.interval))
-	err = server.ListenAndServe(ctx, cfg.addr, server.Config{
-		Logger: logger,
-		Routes: func(mux *http.ServeMux) {
-			mux.HandleFunc("GET /fresh", loop.FreshHandler)
-			mux.HandleFunc("POST /flux", fluxEvent(loop))
-		},
+	err = loop.RunBeside(ctx, func(ctx context.Context) error {
+		return server.ListenAndServe(ctx, cfg.addr, server.Config{
+			Logger: logger,
+			Routes: func(mux *http.ServeMux) {
+				mux.HandleFunc("GET /fresh", loop.FreshHandler)
+				mux.HandleFunc("POST /flux", fluxEvent(loop))
+			},
+		})
 	})
-	stopLoop()
-	wg.Wait()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("server stopped", slog.String("error", err.Error()))
 		return 1

@@ -71,6 +71,19 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
+// RunBeside runs the loop for as long as serve runs: a service's passes
+// stop with its server, whichever way the server ends. It returns serve's
+// error once the last pass has ended.
+func (l *Loop) RunBeside(ctx context.Context, serve func(ctx context.Context) error) error {
+	loopCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { l.Run(loopCtx) })
+	err := serve(ctx)
+	stop()
+	wg.Wait()
+	return err
+}
+
 // RunOnce runs one pass now and records its outcome.
 func (l *Loop) RunOnce(ctx context.Context) {
 	l.init()

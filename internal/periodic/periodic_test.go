@@ -116,3 +116,28 @@ func TestTicks(t *testing.T) {
 		t.Fatalf("passes = %d in 150ms at a 20ms interval", passes.Load())
 	}
 }
+
+// TestRunBeside: the loop passes while the server serves, and no pass runs
+// once the server has returned; the server's error is the answer.
+func TestRunBeside(t *testing.T) {
+	var passes atomic.Int32
+	l := &periodic.Loop{Interval: time.Millisecond, Pass: func(context.Context) error {
+		passes.Add(1)
+		return nil
+	}}
+	stopped := errors.New("server stopped")
+	err := l.RunBeside(context.Background(), func(context.Context) error {
+		for passes.Load() < 3 {
+			time.Sleep(time.Millisecond)
+		}
+		return stopped
+	})
+	if !errors.Is(err, stopped) {
+		t.Fatalf("RunBeside = %v, want the server's error", err)
+	}
+	after := passes.Load()
+	time.Sleep(20 * time.Millisecond)
+	if passes.Load() != after {
+		t.Fatal("the loop passed after RunBeside returned")
+	}
+}
