@@ -100,7 +100,7 @@ func (g *Gate) Routes(mux *http.ServeMux) {
 // Flagger's pods.
 func (g *Gate) Ready(ctx context.Context) error {
 	if _, err := g.callers.FlaggerPods(); err != nil {
-		return fmt.Errorf("Flagger's pods are not known yet: %w", err)
+		return fmt.Errorf("the pods of Flagger are not known yet: %w", err)
 	}
 	if g.reached.Load() {
 		return nil
