@@ -2,6 +2,7 @@ package releasegate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -16,8 +17,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -28,8 +30,9 @@ const benchApplications = 1000
 // BenchmarkWebhooks answers each webhook for every one of 1,000 gated
 // Applications in the real API server, one answer at a time as Flagger's
 // per-Canary loop asks, and reports answers per second, p50/p99 latency and
-// API requests per answer. The baseline is one GET of a ConfigMap through the
-// same client setup, measured in the same run.
+// API requests per answer. The baselines, measured in the same run, are one
+// GET of a ConfigMap and the four reads of /checks side by side, through the
+// gate's own client under its identity.
 func BenchmarkWebhooks(b *testing.B) {
 	cp := testenv.Shared(b)
 	flaggerNS := cp.Namespace(b)
@@ -51,24 +54,44 @@ func BenchmarkWebhooks(b *testing.B) {
 		return resp.StatusCode
 	}
 
-	// Baseline: one API read as the gate makes it (its identity, its
-	// client settings), the unit every answer is made of.
-	gateKube, err := kubernetes.NewForConfig(grant(b, cp))
+	// Baselines: one API read as the gate makes it (its identity, its
+	// client settings), the unit every answer is made of; and the four
+	// reads a /checks answer makes, side by side as the gate makes them,
+	// with nothing of the gate around them: the floor of an answer that
+	// reads the cluster when it is asked.
+	gateKube, err := releasegate.NewKube(grant(b, cp))
 	if err != nil {
 		b.Fatal(err)
 	}
-	var baseline figures
+	ctx := context.Background()
+	var baseline, checksReads figures
 	b.Run("baseline-one-configmap-get", func(b *testing.B) {
 		baseline = measure(namespaces, func(ns string) {
-			if _, err := gateKube.CoreV1().ConfigMaps(ns).Get(context.Background(), "auth-release-gate", metav1.GetOptions{}); err != nil {
+			if _, err := gateKube.ConfigMap(ctx, ns, "auth-release-gate"); err != nil {
 				b.Fatal(err)
 			}
 		})
-		b.ReportMetric(baseline.perSecond, "reads/s")
-		b.ReportMetric(float64(baseline.p50.Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(baseline.p99.Microseconds())/1000, "p99-ms")
+		report(b, baseline, baseline, "reads/s")
 		b.Logf("seeded %d Applications in %s; baseline: one ConfigMap GET under the gate's identity: p50 %s  p99 %s",
 			len(namespaces), seeded, baseline.p50, baseline.p99)
+	})
+	b.Run("baseline-checks-reads-side-by-side", func(b *testing.B) {
+		partOf := labels.SelectorFromSet(labels.Set{releasegate.LabelPartOf: "auth"})
+		checksReads = measure(namespaces, func(ns string) {
+			var wg sync.WaitGroup
+			errs := make([]error, 4)
+			wg.Go(func() { _, errs[0] = gateKube.ConfigMap(ctx, ns, "auth-release-gate") })
+			wg.Go(func() { _, errs[1] = gateKube.CanariesIn(ctx, ns) })
+			wg.Go(func() { _, errs[2] = gateKube.DeploymentsIn(ctx, ns) })
+			wg.Go(func() { _, errs[3] = gateKube.Pods(ctx, ns, partOf) })
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				b.Fatal(err)
+			}
+		})
+		report(b, checksReads, baseline, "rounds/s")
+		b.Logf("baseline: the four reads of /checks side by side: p50 %s  p99 %s (%.1fx one read at p50)",
+			checksReads.p50, checksReads.p99, float64(checksReads.p50)/float64(baseline.p50))
 	})
 
 	for _, wh := range []struct {
@@ -89,19 +112,25 @@ func BenchmarkWebhooks(b *testing.B) {
 				}
 			})
 			per := float64(counter.Total()) / float64(len(namespaces))
-			b.ReportMetric(r.perSecond, "answers/s")
-			b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99-ms")
-			b.ReportMetric(float64(r.p50)/float64(baseline.p50), "p50/baseline")
+			report(b, r, baseline, "answers/s")
+			b.ReportMetric(float64(r.p99)/float64(checksReads.p99), "p99/checks-reads-p99")
 			b.ReportMetric(per, "API-requests/answer")
 			var kinds []string
 			for _, kind := range []string{"/pods", "/configmaps", "/canaries", "/deployments", "/jobs"} {
 				kinds = append(kinds, fmt.Sprintf("%s %.1f", strings.TrimPrefix(kind, "/"), float64(counter.Matching(kind))/float64(len(namespaces))))
 			}
-			b.Logf("%s: %.0f answers/s  p50 %s  p99 %s  (%.1fx baseline p50)  %.1f API requests/answer: %s",
-				wh.path, r.perSecond, r.p50, r.p99, float64(r.p50)/float64(baseline.p50), per, strings.Join(kinds, ", "))
+			b.Logf("%s: %.0f answers/s  p50 %s  p99 %s  (%.1fx one read at p50; %.2fx the /checks reads at p99)  %.1f API requests/answer: %s",
+				wh.path, r.perSecond, r.p50, r.p99, float64(r.p50)/float64(baseline.p50), float64(r.p99)/float64(checksReads.p99), per, strings.Join(kinds, ", "))
 		})
 	}
+}
+
+// report records f's rate and latencies, and its p50 against baseline's.
+func report(b *testing.B, f, baseline figures, rate string) {
+	b.ReportMetric(f.perSecond, rate)
+	b.ReportMetric(float64(f.p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(f.p99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(f.p50)/float64(baseline.p50), "p50/baseline")
 }
 
 type figures struct {
