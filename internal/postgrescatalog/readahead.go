@@ -11,10 +11,10 @@ import (
 // apply, each on its own connection.
 const DefaultReadAhead = 8
 
-// vaultReaders is how many Vault reads are in flight at once. Vault's client
-// keeps GOMAXPROCS+1 idle connections to a server, at least 2: more readers
-// than it keeps would open, and over TLS handshake, a new connection for
-// most reads.
+// vaultReaders is how many Vault reads are in flight at once. Over HTTP/1.1
+// Vault's client keeps GOMAXPROCS+1 idle connections to a server, at least
+// 2: more readers than that would open a new connection for most reads. Two
+// keep the reads ahead of the databases, which take far longer.
 const vaultReaders = 2
 
 // lookahead is what was read about one Project before anything is applied:
