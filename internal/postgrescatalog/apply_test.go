@@ -103,6 +103,7 @@ func TestIssuedLoginsActAsTheirRole(t *testing.T) {
 
 	// Grants taken away by hand are given back, and only they.
 	f.pg.Psql(t, "auth_db", `REVOKE DELETE ON notes FROM "auth-data"; REVOKE USAGE ON SCHEMA accounts FROM "auth-data";
+		REVOKE UPDATE ON SEQUENCE notes_id_seq FROM "auth-data";
 		ALTER DEFAULT PRIVILEGES FOR ROLE "auth-owner" REVOKE UPDATE ON SEQUENCES FROM "auth-data";`)
 	f.pg.Psql(t, "postgres", `REVOKE CONNECT ON DATABASE auth_db FROM "auth-data"`)
 	_, statements, writes := f.mustApply(t, c)
@@ -110,6 +111,7 @@ func TestIssuedLoginsActAsTheirRole(t *testing.T) {
 		`GRANT CONNECT ON DATABASE "auth_db" TO "auth-data"`,
 		`GRANT USAGE ON SCHEMA "accounts" TO "auth-data"`,
 		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "public" TO "auth-data"`,
+		`GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA "public" TO "auth-data"`,
 		`ALTER DEFAULT PRIVILEGES FOR ROLE "auth-owner" GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO "auth-data"`,
 	}
 	if got := changes(statements); !slices.Equal(got, want) || writes != 0 {

@@ -95,34 +95,41 @@ SELECT json_build_object(
 // PostgreSQL 15) that miss the data role's USAGE or hold a table or sequence
 // the data role cannot read and write, and what the owner's database-wide
 // default ACL grants the data role. $1 owner role, $2 data role.
+//
+// It is the one statement every run sends to every database, on a backend
+// that has just started and has nothing cached, so it is written to touch
+// few catalogs: roles are looked up by to_regrole (a cache lookup) rather
+// than through the pg_roles view, and the relations are narrowed to the
+// owner's schemas (MATERIALIZED keeps the planner from testing privileges
+// on every system catalog before the join).
 const insideQuery = `
-WITH owner AS (
-  SELECT oid FROM pg_roles WHERE rolname = $1
-), data AS (
-  SELECT oid FROM pg_roles WHERE rolname = $2
-), schemas AS (
+WITH owner AS MATERIALIZED (
+  SELECT to_regrole(quote_ident($1)) AS oid
+), schemas AS MATERIALIZED (
   SELECT n.oid, n.nspname FROM pg_namespace n, owner o
   WHERE n.nspowner = o.oid
      OR (n.nspowner = 'pg_database_owner'::regrole
          AND (SELECT datdba FROM pg_database WHERE datname = current_database()) = o.oid)
-     OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = n.oid AND c.relowner = o.oid
+     OR EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = n.oid AND c.relowner = o.oid
                 AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S'))
+), relations AS MATERIALIZED (
+  SELECT c.oid, c.relkind, s.nspname FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
 )
 SELECT json_build_object(
-  'schemasWithoutUsage', COALESCE((SELECT json_agg(nspname ORDER BY nspname) FROM schemas
-      WHERE NOT has_schema_privilege($2::name, oid, 'USAGE')), '[]'),
-  'schemasLackingTables', COALESCE((SELECT json_agg(DISTINCT s.nspname) FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace
-      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
-        AND NOT (has_table_privilege($2::name, c.oid, 'SELECT') AND has_table_privilege($2::name, c.oid, 'INSERT')
-             AND has_table_privilege($2::name, c.oid, 'UPDATE') AND has_table_privilege($2::name, c.oid, 'DELETE'))), '[]'),
-  'schemasLackingSequences', COALESCE((SELECT json_agg(DISTINCT s.nspname) FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace
-      WHERE c.relkind = 'S'
-        AND NOT (has_sequence_privilege($2::name, c.oid, 'USAGE') AND has_sequence_privilege($2::name, c.oid, 'SELECT')
-             AND has_sequence_privilege($2::name, c.oid, 'UPDATE'))), '[]'),
-  'defaults', COALESCE((SELECT json_object_agg(x.objtype, x.privileges) FROM (
-      SELECT a.defaclobjtype::text AS objtype,
-             COALESCE((SELECT json_agg(e.privilege_type) FROM aclexplode(a.defaclacl) e, data WHERE e.grantee = data.oid), '[]') AS privileges
-      FROM pg_default_acl a, owner o WHERE a.defaclrole = o.oid AND a.defaclnamespace = 0) x), '{}')
+  'schemasWithoutUsage', (SELECT json_agg(nspname) FROM schemas
+      WHERE NOT has_schema_privilege($2::name, oid, 'USAGE')),
+  'schemasLackingTables', (SELECT json_agg(DISTINCT nspname) FROM relations
+      WHERE relkind <> 'S'
+        AND NOT (has_table_privilege($2::name, oid, 'SELECT') AND has_table_privilege($2::name, oid, 'INSERT')
+             AND has_table_privilege($2::name, oid, 'UPDATE') AND has_table_privilege($2::name, oid, 'DELETE'))),
+  'schemasLackingSequences', (SELECT json_agg(DISTINCT nspname) FROM relations
+      WHERE relkind = 'S'
+        AND NOT (has_sequence_privilege($2::name, oid, 'USAGE') AND has_sequence_privilege($2::name, oid, 'SELECT')
+             AND has_sequence_privilege($2::name, oid, 'UPDATE'))),
+  'defaults', (SELECT json_object_agg(a.defaclobjtype, ARRAY(
+        SELECT e.privilege_type FROM aclexplode(a.defaclacl) e WHERE e.grantee = to_regrole(quote_ident($2::name))))
+      FROM pg_default_acl a, owner o WHERE a.defaclrole = o.oid AND a.defaclnamespace = 0)
 )`
 
 func readShared(ctx context.Context, q querier, p Project) (Shared, error) {
