@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -456,4 +457,51 @@ subjects: [{kind: ServiceAccount, name: `+name+`, namespace: delivery-system}]
 	}
 	grant(t, cp) // the namespace
 	return cp.As(gateNS, name)
+}
+
+// TestOneReadPerKind: an answer reads each kind it needs once, however many
+// members the Application has: the namespace's Canaries and Deployments and
+// the Application's pods are listed, never read member by member, and the
+// caller check reads nothing.
+func TestOneReadPerKind(t *testing.T) {
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	cfg, counter := testenv.Counting(grant(t, cp))
+	gate := serve(t, cfg, flaggerNS)
+	ns := cp.Namespace(t)
+	a := authApp(ns)
+	a.members = append(a.members,
+		member{process: "auth-worker", phase: "Succeeded", applied: "w", promoted: "w", image: "worker:1", primaryImage: "worker:1"},
+		member{process: "auth-cron", phase: "Initialized", applied: "c", promoted: "c", image: "cron:1", primaryImage: "cron:1"})
+	a.apply(t, cp)
+
+	kinds := []string{"configmaps", "canaries", "jobs", "deployments", "pods"}
+	for _, c := range []struct {
+		path   string
+		status int
+		reads  []string
+	}{
+		{"/may-start", http.StatusOK, []string{"configmaps", "canaries", "jobs"}},
+		{"/checks", http.StatusOK, []string{"configmaps", "canaries", "deployments", "pods"}},
+		{"/may-promote", http.StatusOK, []string{"configmaps", "canaries", "deployments"}},
+		{"/rollback", http.StatusConflict, []string{"configmaps", "canaries", "deployments", "pods"}},
+	} {
+		counter.Reset()
+		if code, reason := gate.ask(t, flagger, c.path, payload(ns, "auth-api", rev)); code != c.status {
+			t.Fatalf("%s: %d %q, want %d", c.path, code, reason, c.status)
+		}
+		for _, kind := range kinds {
+			want := 0
+			if slices.Contains(c.reads, kind) {
+				want = 1
+			}
+			if got := counter.Matching("/namespaces/" + ns + "/" + kind); got != want {
+				t.Errorf("%s read %s %d times, want %d: %v", c.path, kind, got, want, counter.Requests())
+			}
+		}
+		if counter.Total() != len(c.reads) {
+			t.Errorf("%s made the API requests %v, want %d", c.path, counter.Requests(), len(c.reads))
+		}
+	}
 }
