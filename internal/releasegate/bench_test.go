@@ -34,11 +34,7 @@ const benchApplications = 1000
 // GET of a ConfigMap and the four reads of /checks side by side, through the
 // gate's own client under its identity.
 func BenchmarkWebhooks(b *testing.B) {
-	cp := testenv.Shared(b)
-	flaggerNS := cp.Namespace(b)
-	flaggerPod(b, cp, flaggerNS, "flagger-0", flagger)
-	cfg, counter := testenv.Counting(grant(b, cp))
-	gate := serve(b, cfg, flaggerNS)
+	cp, gate, counter := countedGate(b)
 
 	start := time.Now()
 	namespaces := seedApplications(b, cp, benchApplications)

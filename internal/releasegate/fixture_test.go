@@ -335,6 +335,17 @@ type running struct {
 	gate *releasegate.Gate
 }
 
+// countedGate serves a gate under its grant, answering a Flagger pod of a
+// namespace of its own, and counts every API request the gate makes.
+func countedGate(t testing.TB) (*testenv.ControlPlane, *running, *testenv.RequestCounter) {
+	t.Helper()
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	cfg, counter := testenv.Counting(grant(t, cp))
+	return cp, serve(t, cfg, flaggerNS), counter
+}
+
 // serve starts the gate reading through cfg, answering Flagger in flaggerNS.
 func serve(t testing.TB, cfg *rest.Config, flaggerNS string) *running {
 	t.Helper()

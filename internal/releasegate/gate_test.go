@@ -221,11 +221,7 @@ func TestBadPayloads(t *testing.T) {
 // 403, and the gate reads nothing of the cluster for it: its watch already
 // holds Flagger's pods.
 func TestOnlyFlaggerIsAnswered(t *testing.T) {
-	cp := testenv.Shared(t)
-	flaggerNS := cp.Namespace(t)
-	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	cfg, counter := testenv.Counting(grant(t, cp))
-	gate := serve(t, cfg, flaggerNS)
+	cp, gate, counter := countedGate(t)
 	ns := cp.Namespace(t)
 	authApp(ns).apply(t, cp)
 
@@ -464,11 +460,7 @@ subjects: [{kind: ServiceAccount, name: `+name+`, namespace: delivery-system}]
 // the Application's pods are listed, never read member by member, and the
 // caller check reads nothing.
 func TestOneReadPerKind(t *testing.T) {
-	cp := testenv.Shared(t)
-	flaggerNS := cp.Namespace(t)
-	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	cfg, counter := testenv.Counting(grant(t, cp))
-	gate := serve(t, cfg, flaggerNS)
+	cp, gate, counter := countedGate(t)
 	ns := cp.Namespace(t)
 	a := authApp(ns)
 	a.members = append(a.members,
