@@ -22,7 +22,10 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
-func main() { os.Exit(run(context.Background(), os.Getenv, os.Stderr, listenTCP)) }
+func main() {
+	kubeclient.LogAsJSON(os.Stderr)
+	os.Exit(run(context.Background(), os.Getenv, os.Stderr, listenTCP))
+}
 
 // listener opens the address the gate serves on; a test hands its own to
 // learn the port.

@@ -26,6 +26,7 @@ import (
 )
 
 func main() {
+	kubeclient.LogAsJSON(os.Stderr)
 	ctx, stop := server.SignalContext(context.Background())
 	code := run(ctx, os.Getenv, os.ReadFile, time.Now, os.Stderr)
 	stop()

@@ -5,10 +5,13 @@ package kubeclient
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // Config finds the cluster as kubectl does: the files KUBECONFIG names, else
@@ -31,4 +34,13 @@ func Config(getenv func(string) string) (*rest.Config, error) {
 		return nil, fmt.Errorf("KUBECONFIG: no Kubernetes configuration: %w", err)
 	}
 	return cfg, nil
+}
+
+// LogAsJSON sends client-go's own log lines (a request cut short, a watch
+// retried) to w as JSON lines, as the services write theirs, instead of
+// klog's text on standard error. klog's logger is the process's, and
+// informers read it while they run, so a service's main calls this once,
+// before anything of client-go starts.
+func LogAsJSON(w io.Writer) {
+	klog.SetSlogLogger(slog.New(slog.NewJSONHandler(w, nil)))
 }

@@ -1,10 +1,15 @@
 package kubeclient_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/klog/v2"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 )
@@ -63,5 +68,21 @@ func TestClusterConfigInCluster(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
 	if _, err := kubeclient.Config(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "in-cluster") {
 		t.Fatalf("in a cluster without a token: %v", err)
+	}
+}
+
+// TestLogAsJSON: client-go's log lines come out as JSON lines.
+func TestLogAsJSON(t *testing.T) {
+	var out bytes.Buffer
+	kubeclient.LogAsJSON(&out)
+	t.Cleanup(klog.ClearLogger)
+	klog.ErrorS(errors.New("watch closed"), "Failed to watch", "reflector", "pods")
+	klog.Flush()
+	var line map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &line); err != nil {
+		t.Fatalf("not one JSON line: %q: %v", out.String(), err)
+	}
+	if line["msg"] != "Failed to watch" || line["err"] != "watch closed" || line["reflector"] != "pods" {
+		t.Fatalf("the line lost what klog said: %v", line)
 	}
 }
