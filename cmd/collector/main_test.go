@@ -19,19 +19,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 func TestRunCapturesServesFreshAndDrains(t *testing.T) {
 	cp := testenv.Shared(t)
 	kubeconfig, err := cp.Kubeconfig()
@@ -44,7 +31,10 @@ func TestRunCapturesServesFreshAndDrains(t *testing.T) {
 	}
 	fake := fakegithub.New(t)
 	fake.AddRepository("estate-org/estate")
-	addr := freeAddr(t)
+	addr, err := testenv.FreeAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{
 		"CLUSTER_NAME": "production", "ESTATE_REPOSITORY": "estate-org/estate", "ESTATE_PATH": "clusters/production/cluster-state.yml",
 		"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
@@ -54,7 +44,7 @@ func TestRunCapturesServesFreshAndDrains(t *testing.T) {
 	defer cancel()
 	logs := &testenv.LogBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, envOf(env), os.ReadFile, time.Now, logs) }()
+	go func() { done <- run(ctx, testenv.Getenv(env), os.ReadFile, time.Now, logs) }()
 
 	eventually := func(what string, ok func() bool) {
 		t.Helper()
@@ -141,7 +131,7 @@ func TestBadConfigurationStopsWithOneLineNamingIt(t *testing.T) {
 				env[k] = v
 			}
 			var logs bytes.Buffer
-			if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, &logs); code == 0 {
+			if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, &logs); code == 0 {
 				t.Fatal("started with a bad configuration")
 			}
 			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
@@ -174,7 +164,7 @@ func TestAnAddressInUseStopsTheBinary(t *testing.T) {
 		"GITHUB_API_URL": fake.URL(), "KUBECONFIG": kubeconfig, "ADDR": taken.Addr().String(),
 	}
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 {
+	if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 {
 		t.Fatalf("exit %d with the address taken", code)
 	}
 	if !strings.Contains(logs.String(), `"msg":"server stopped"`) || !strings.Contains(logs.String(), "listen on") {

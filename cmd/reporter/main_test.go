@@ -45,19 +45,6 @@ func kubeconfigAsReporter(t *testing.T, cp *testenv.ControlPlane) string {
 	return path
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 // TestRunReportsAndAForgedEventWritesNothing runs the binary whole under its
 // grant: it reports a release at start, a Flux event prompts a pass that
 // finds the cluster as it is (so a forged event naming anything writes
@@ -98,7 +85,10 @@ status:
 	}))
 	defer gate.Close()
 
-	addr := freeAddr(t)
+	addr, err := testenv.FreeAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{
 		"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": fluxNS, "INTERVAL": "1h", "ADDR": addr,
@@ -106,7 +96,7 @@ status:
 	}
 	logs := &testenv.LogBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, envOf(env), os.ReadFile, time.Now, logs) }()
+	go func() { done <- run(ctx, testenv.Getenv(env), os.ReadFile, time.Now, logs) }()
 	eventually := func(what string, ok func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
@@ -177,7 +167,7 @@ status:
 func TestBadConfigurationStopsAtStart(t *testing.T) {
 	fake := fakegithub.New(t)
 	good := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM)}
-	cfg, err := loadConfig(envOf(good), os.ReadFile)
+	cfg, err := loadConfig(testenv.Getenv(good), os.ReadFile)
 	if err != nil || cfg.namespace != "flux-system" || cfg.interval != 30*time.Second || cfg.addr != ":8080" || cfg.gateURL != DefaultGateURL {
 		t.Fatalf("defaults: %+v %v", cfg, err)
 	}
@@ -192,7 +182,7 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 		}
 		env[change[0]] = change[1]
 		logs := &testenv.LogBuffer{}
-		if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 {
+		if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 {
 			t.Errorf("%s: exit %d", name, code)
 		}
 		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) {
@@ -232,7 +222,7 @@ func TestNoClusterStopsAtStart(t *testing.T) {
 	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+	if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
 }
@@ -248,7 +238,7 @@ func TestAnAddressInUseStopsIt(t *testing.T) {
 	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": cp.Namespace(t), "ADDR": ln.Addr().String(), "KUBECONFIG": kubeconfigAsReporter(t, cp)}
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), envOf(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "server stopped") {
+	if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "server stopped") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
 }

@@ -54,7 +54,7 @@ func startGate(ctx, runCtx context.Context, t *teller, cp *testenv.ControlPlane)
 	if err != nil {
 		return nil, err
 	}
-	addr, err := freeAddress()
+	addr, err := testenv.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -131,16 +131,6 @@ func isolation(ctx context.Context, hosts, bin string) ([]string, string) {
 		return []string{bin}, strings.TrimSpace(string(out) + " " + err.Error())
 	}
 	return wrap(bin), ""
-}
-
-func freeAddress() (string, error) {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
 }
 
 func (g *gateProcess) waitReady(ctx context.Context) error {
