@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,28 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
-
-// kubeconfigAsGate writes a kubeconfig for the control plane that acts as the
-// gate's ServiceAccount, after applying the gate's RBAC file, so the binary
-// runs under exactly that grant.
-func kubeconfigAsGate(t *testing.T, cp *testenv.ControlPlane, flaggerNS string) string {
-	t.Helper()
-	rbac, err := os.ReadFile("../../deploy/release-gate/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The watch of Flagger's pods is granted in Flagger's namespace.
-	rbac = bytes.ReplaceAll(rbac, []byte("delivery-system # FLAGGER_NAMESPACE"), []byte(flaggerNS))
-	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: delivery-system}\n---\n")
-	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
-		t.Fatal(err)
-	}
-	path, err := cp.KubeconfigAs(t.TempDir(), "delivery-system", "release-gate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestRunServesFlaggerUnderItsGrant runs the binary's run whole: it reads its
 // variables, reaches the API server through KUBECONFIG, is ready, answers
@@ -64,7 +41,9 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 	}
 	env := map[string]string{
 		"ADDR":              "127.0.0.1:0",
-		"KUBECONFIG":        kubeconfigAsGate(t, cp, flaggerNS),
+		"KUBECONFIG":        cp.GrantKubeconfig(t, "../../deploy/release-gate/rbac.yaml", "delivery-system", "release-gate",
+			// The watch of Flagger's pods is granted in Flagger's namespace.
+			"delivery-system # FLAGGER_NAMESPACE", flaggerNS),
 		"FLAGGER_NAMESPACE": flaggerNS,
 	}
 	addr := make(chan net.Addr, 1)

@@ -25,26 +25,6 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 const pin = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 
-// kubeconfigAsReporter applies deploy/reporter/rbac.yaml and writes a
-// kubeconfig acting as the Reporter's ServiceAccount, so the binary runs
-// under exactly that grant.
-func kubeconfigAsReporter(t *testing.T, cp *testenv.ControlPlane) string {
-	t.Helper()
-	rbac, err := os.ReadFile("../../deploy/reporter/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: delivery-system}\n---\n")
-	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
-		t.Fatal(err)
-	}
-	path, err := cp.KubeconfigAs(t.TempDir(), "delivery-system", "reporter")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestRunReportsAndAForgedEventWritesNothing runs the binary whole under its
 // grant: it reports a release at start, a Flux event prompts a pass that
 // finds the cluster as it is (so a forged event naming anything writes
@@ -92,7 +72,7 @@ status:
 	env := map[string]string{
 		"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": fluxNS, "INTERVAL": "1h", "ADDR": addr,
-		"GATE_URL": gate.URL, "KUBECONFIG": kubeconfigAsReporter(t, cp),
+		"GATE_URL": gate.URL, "KUBECONFIG": cp.GrantKubeconfig(t, "../../deploy/reporter/rbac.yaml", "delivery-system", "reporter"),
 	}
 	logs := &testenv.LogBuffer{}
 	done := make(chan int, 1)
@@ -236,7 +216,7 @@ func TestAnAddressInUseStopsIt(t *testing.T) {
 	}
 	defer ln.Close()
 	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
-		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": cp.Namespace(t), "ADDR": ln.Addr().String(), "KUBECONFIG": kubeconfigAsReporter(t, cp)}
+		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": cp.Namespace(t), "ADDR": ln.Addr().String(), "KUBECONFIG": cp.GrantKubeconfig(t, "../../deploy/reporter/rbac.yaml", "delivery-system", "reporter")}
 	logs := &testenv.LogBuffer{}
 	if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "server stopped") {
 		t.Fatalf("exit %d, log %q", code, logs)

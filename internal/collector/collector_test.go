@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,19 +31,7 @@ const (
 // acts as the Collector's ServiceAccount: the tests run under exactly that grant.
 func grantCollector(t testing.TB, cp *testenv.ControlPlane) *collector.Kube {
 	t.Helper()
-	ctx := context.Background()
-	_, err := cp.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "delivery-system"}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	rbac, err := os.ReadFile(filepath.Join("..", "..", "deploy", "collector", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Apply(ctx, rbac); err != nil {
-		t.Fatal(err)
-	}
-	kube, err := collector.NewKube(cp.As("delivery-system", "collector"))
+	kube, err := collector.NewKube(cp.Grant(t, "../../deploy/collector/rbac.yaml", "delivery-system", "collector"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,15 +34,7 @@ const (
 // under exactly the grant that file gives, and returns the gate's identity.
 func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
 	t.Helper()
-	rbac, err := os.ReadFile("../../deploy/release-gate/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + gateNS + "}\n---\n")
-	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
-		t.Fatalf("apply the gate's RBAC: %v", err)
-	}
-	return cp.As(gateNS, gateSA)
+	return cp.Grant(t, "../../deploy/release-gate/rbac.yaml", gateNS, gateSA)
 }
 
 // app describes one gated Application's objects in the cluster.

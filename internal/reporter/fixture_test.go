@@ -32,15 +32,7 @@ const (
 // Reporter under exactly the grant that file gives.
 func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
 	t.Helper()
-	rbac, err := os.ReadFile("../../deploy/reporter/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + reporterNS + "}\n---\n")
-	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
-		t.Fatalf("apply the Reporter's RBAC: %v", err)
-	}
-	return cp.As(reporterNS, reporterSA)
+	return cp.Grant(t, "../../deploy/reporter/rbac.yaml", reporterNS, reporterSA)
 }
 
 // standInGate serves GET /releases in the gate's published shape from the

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
 
 var shared struct {
@@ -80,4 +81,35 @@ func (cp *ControlPlane) Namespace(t testing.TB) string {
 		t.Fatalf("create a namespace: %v", err)
 	}
 	return created.Name
+}
+
+// Grant applies a service's RBAC file, after the namespace its ServiceAccount
+// lives in, and returns a config acting as that ServiceAccount: the test runs
+// the service under exactly the grant the file gives. replace holds pairs of
+// text to swap in the file before it is applied, for lines a deployment fills
+// in (such as another service's namespace).
+func (cp *ControlPlane) Grant(t testing.TB, rbacFile, namespace, serviceAccount string, replace ...string) *rest.Config {
+	t.Helper()
+	rbac, err := os.ReadFile(rbacFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbac = []byte(strings.NewReplacer(replace...).Replace(string(rbac)))
+	ns := []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + namespace + "}\n---\n")
+	if _, err := cp.Apply(context.Background(), append(ns, rbac...)); err != nil {
+		t.Fatalf("apply %s: %v", rbacFile, err)
+	}
+	return cp.As(namespace, serviceAccount)
+}
+
+// GrantKubeconfig is Grant for a binary started with KUBECONFIG: it returns
+// the path of a kubeconfig file acting as the ServiceAccount.
+func (cp *ControlPlane) GrantKubeconfig(t testing.TB, rbacFile, namespace, serviceAccount string, replace ...string) string {
+	t.Helper()
+	cp.Grant(t, rbacFile, namespace, serviceAccount, replace...)
+	path, err := cp.KubeconfigAs(t.TempDir(), namespace, serviceAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
