@@ -39,14 +39,14 @@ type fixture struct {
 	pg     *testenv.Postgres
 	vault  *testenv.Vault
 	proxy  *requestLog
-	tracer *statementLog
+	tracer *testenv.StatementLog
 	env    map[string]string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	cp := testenv.Shared(t)
-	f := &fixture{pg: testenv.StartPostgres(t), vault: testenv.NewVault(t), proxy: &requestLog{}, tracer: &statementLog{}}
+	f := &fixture{pg: testenv.StartPostgres(t), vault: testenv.NewVault(t), proxy: &requestLog{}, tracer: &testenv.StatementLog{}}
 	f.vault.ConfigureDatabaseEngine(t, f.pg, "database", connection)
 	if _, err := f.vault.Client.KVv2("secret").Put(context.Background(), "data-system/platform-postgres-admin",
 		map[string]any{"username": f.pg.User, "password": f.pg.Password}); err != nil {
@@ -118,7 +118,7 @@ func (f *fixture) run(t *testing.T, catalogFile string, extra ...string) (int, [
 		env[extra[i]] = extra[i+1]
 	}
 	f.proxy.reset()
-	f.tracer.reset()
+	f.tracer.Reset()
 	var out bytes.Buffer
 	code := run(context.Background(), func(k string) string { return env[k] }, &out, postgrescatalog.Connector{Tracer: f.tracer})
 	var lines []map[string]any
@@ -153,7 +153,7 @@ func TestRunAppliesOnceThenNothing(t *testing.T) {
 	if w := f.proxy.writes(); len(w) != 0 {
 		t.Errorf("second run wrote to Vault: %q", w)
 	}
-	for _, s := range f.tracer.all() {
+	for _, s := range f.tracer.All() {
 		if !strings.HasPrefix(strings.TrimSpace(s), "WITH") {
 			t.Errorf("second run sent %q", s)
 		}
@@ -306,45 +306,3 @@ func (l *requestLog) writes() []string {
 	return out
 }
 
-// statementLog is a pgx tracer recording every statement the job sends.
-type statementLog struct {
-	mu  sync.Mutex
-	sql []string
-}
-
-func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = append(l.sql, data.SQL)
-	return ctx
-}
-
-func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-
-func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
-	l.add(data.SQL)
-}
-
-func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (l *statementLog) add(sql string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = append(l.sql, sql)
-}
-
-func (l *statementLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = nil
-}
-
-func (l *statementLog) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.sql...)
-}

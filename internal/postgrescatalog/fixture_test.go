@@ -27,14 +27,14 @@ const (
 type fixture struct {
 	pg     *testenv.Postgres
 	vault  *testenv.Vault
-	tracer *statementLog
+	tracer *testenv.StatementLog
 	writes *countingVault
 	log    bytes.Buffer
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	f := &fixture{pg: testenv.StartPostgres(t), vault: testenv.NewVault(t), tracer: &statementLog{}}
+	f := &fixture{pg: testenv.StartPostgres(t), vault: testenv.NewVault(t), tracer: &testenv.StatementLog{}}
 	configureDatabaseEngine(t, f.vault, f.pg)
 	f.writes = &countingVault{Vault: &VaultClient{API: f.vault.Client}}
 	return f
@@ -69,7 +69,7 @@ func (f *fixture) catalog(projects ...string) *Catalog {
 // it sent and its Vault writes.
 func (f *fixture) apply(t testing.TB, c *Catalog) (Summary, []string, int, error) {
 	t.Helper()
-	f.tracer.reset()
+	f.tracer.Reset()
 	f.writes.reset()
 	login, err := f.writes.ReadAdminLogin(context.Background(), c.AdminPath)
 	if err != nil {
@@ -78,7 +78,7 @@ func (f *fixture) apply(t testing.TB, c *Catalog) (Summary, []string, int, error
 	connector := Connector{Server: c.Server, Login: login, Tracer: f.tracer}
 	a := &Applier{Catalog: c, Connect: connector.Connect, Vault: f.writes, Log: slog.New(slog.NewJSONHandler(&f.log, nil))}
 	sum, err := a.Apply(context.Background())
-	return sum, f.tracer.all(), f.writes.count(), err
+	return sum, f.tracer.All(), f.writes.count(), err
 }
 
 // mustApply applies and fails the test on any error.
@@ -131,51 +131,6 @@ func changes(statements []string) []string {
 func isRead(s string) bool {
 	s = strings.ToUpper(strings.TrimSpace(s))
 	return strings.HasPrefix(s, "WITH ") || strings.HasPrefix(s, "WITH\n")
-}
-
-// statementLog is a pgx tracer recording every statement sent, independent
-// of the job's own counting.
-type statementLog struct {
-	mu  sync.Mutex
-	sql []string
-}
-
-var _ pgx.QueryTracer = (*statementLog)(nil)
-
-func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = append(l.sql, data.SQL)
-	return ctx
-}
-
-func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-// Statements sent in a batch reach the tracer through these.
-var _ pgx.BatchTracer = (*statementLog)(nil)
-
-func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-
-func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = append(l.sql, data.SQL)
-}
-
-func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (l *statementLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = nil
-}
-
-func (l *statementLog) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.sql...)
 }
 
 // countingVault counts the database roles written through it.
