@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -61,7 +60,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	upstream := httputil.NewSingleHostReverseProxy(target)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.proxy.add(r.Method + " " + r.URL.Path)
+		f.proxy.Add(r.Method + " " + r.URL.Path)
 		upstream.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
@@ -117,7 +116,7 @@ func (f *fixture) run(t *testing.T, catalogFile string, extra ...string) (int, [
 	for i := 0; i+1 < len(extra); i += 2 {
 		env[extra[i]] = extra[i+1]
 	}
-	f.proxy.reset()
+	f.proxy.Reset()
 	f.tracer.Reset()
 	var out bytes.Buffer
 	code := run(context.Background(), func(k string) string { return env[k] }, &out, postgrescatalog.Connector{Tracer: f.tracer})
@@ -195,7 +194,7 @@ func TestRunRefusesAHostileCatalog(t *testing.T) {
 	if after := f.pg.Psql(t, "postgres", "SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_database; SELECT string_agg(rolname, ',' ORDER BY rolname) FROM pg_roles"); after != before {
 		t.Errorf("PostgreSQL changed:\n%s\n%s", before, after)
 	}
-	if r := f.proxy.all(); len(r) != 0 {
+	if r := f.proxy.All(); len(r) != 0 {
 		t.Errorf("Vault was contacted: %q", r)
 	}
 }
@@ -273,36 +272,16 @@ path "database/roles/*" { capabilities = ["read"] }`)
 
 // requestLog records every request the job sends Vault.
 type requestLog struct {
-	mu       sync.Mutex
-	requests []string
-}
-
-func (l *requestLog) add(r string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.requests = append(l.requests, r)
-}
-
-func (l *requestLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.requests = nil
-}
-
-func (l *requestLog) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.requests...)
+	testenv.History[string]
 }
 
 // writes are the requests that change Vault, the login aside.
 func (l *requestLog) writes() []string {
 	var out []string
-	for _, r := range l.all() {
+	for _, r := range l.All() {
 		if (strings.HasPrefix(r, "PUT ") || strings.HasPrefix(r, "POST ")) && !strings.HasSuffix(r, "/login") {
 			out = append(out, r)
 		}
 	}
 	return out
 }
-

@@ -39,11 +39,12 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 	if _, err := cp.Apply(context.Background(), []byte(gatedNotes(notes))); err != nil {
 		t.Fatal(err)
 	}
+	// The watch of Flagger's pods is granted in Flagger's namespace.
+	kubeconfig := cp.GrantKubeconfig(t, "../../deploy/release-gate/rbac.yaml", "delivery-system", "release-gate",
+		"delivery-system # FLAGGER_NAMESPACE", flaggerNS)
 	env := map[string]string{
 		"ADDR":              "127.0.0.1:0",
-		"KUBECONFIG":        cp.GrantKubeconfig(t, "../../deploy/release-gate/rbac.yaml", "delivery-system", "release-gate",
-			// The watch of Flagger's pods is granted in Flagger's namespace.
-			"delivery-system # FLAGGER_NAMESPACE", flaggerNS),
+		"KUBECONFIG":        kubeconfig,
 		"FLAGGER_NAMESPACE": flaggerNS,
 	}
 	addr := make(chan net.Addr, 1)

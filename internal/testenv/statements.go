@@ -11,8 +11,7 @@ import (
 // sends, alone or in a batch, so a test can tell what a job asked of
 // PostgreSQL independently of the job's own counting.
 type StatementLog struct {
-	mu  sync.Mutex
-	sql []string
+	History[string]
 }
 
 var (
@@ -22,7 +21,7 @@ var (
 
 // TraceQueryStart records a statement sent alone.
 func (l *StatementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	l.add(data.SQL)
+	l.Add(data.SQL)
 	return ctx
 }
 
@@ -36,28 +35,36 @@ func (l *StatementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.T
 
 // TraceBatchQuery records a statement sent in a batch.
 func (l *StatementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
-	l.add(data.SQL)
+	l.Add(data.SQL)
 }
 
 // TraceBatchEnd is part of pgx.BatchTracer.
 func (l *StatementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
-func (l *StatementLog) add(sql string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = append(l.sql, sql)
+// History keeps what a test observed, in the order it happened; many
+// goroutines may add to it at once.
+type History[T any] struct {
+	mu    sync.Mutex
+	items []T
 }
 
-// Reset forgets what was recorded.
-func (l *StatementLog) Reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = nil
+// Add appends item.
+func (h *History[T]) Add(item T) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.items = append(h.items, item)
 }
 
-// All returns the statements recorded since the last Reset, in the order sent.
-func (l *StatementLog) All() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.sql...)
+// Reset forgets everything added so far.
+func (h *History[T]) Reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.items = nil
+}
+
+// All returns what was added since the last Reset, in order.
+func (h *History[T]) All() []T {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]T(nil), h.items...)
 }
