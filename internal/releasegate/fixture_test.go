@@ -37,34 +37,42 @@ func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
 	return cp.Grant(t, "../../deploy/release-gate/rbac.yaml", gateNS, gateSA)
 }
 
-// app describes one gated Application's objects in the cluster.
+// app describes one gated Application's objects in the cluster: its inputs,
+// its members' Canaries, Deployments and pods, its release Jobs and, where
+// set, the record the gate would have written before.
 type app struct {
-	ns, name  string
-	migration bool
-	members   []member
-	jobs      []job
+	ns, name         string
+	migration        bool
+	testedAgainst    string
+	nonTransactional bool
+	members          []member
+	jobs             []job
 	// inputs replaces the rendered releaseGate.json when set.
 	inputs string
 	// inputsApp is the part-of label of the inputs; name when empty.
 	inputsApp string
 	noInputs  bool
+	record    *releasegate.Record
 }
 
 type member struct {
 	process string
-	// canaryApp and canaryRev are what the Canary's webhooks carry.
+	// canaryApp and canaryRev are what the Canary's webhooks carry; the
+	// Application and rev when empty.
 	canaryApp, canaryRev string
 	noCanary             bool
 	phase                string
 	iterations           int
 	applied, promoted    string
+	// transitioned is the Canary's last transition; a day ago when zero.
+	transitioned time.Time
 	// image of the Deployment and of the primary.
 	image, primaryImage string
 	noPrimary           bool
 	pods                []pod
-	// paths is the JSON array the Canary's webhooks hand in metadata key
-	// "paths"; none when empty.
-	paths string
+	// hosts and paths are the JSON arrays the Canary's webhooks hand in
+	// metadata; none when empty.
+	hosts, paths string
 }
 
 type pod struct {
@@ -72,9 +80,11 @@ type pod struct {
 	restarts int
 }
 
+// job is a release Job of the Application; identity is the migration's when
+// empty.
 type job struct {
-	name, identity   string
-	complete, failed bool
+	name, identity              string
+	suspended, complete, failed bool
 }
 
 // authApp is the auth example at revision rev: auth-api analysed and waiting at
@@ -86,6 +96,8 @@ func authApp(ns string) *app {
 		{process: "auth-ui", phase: "Succeeded", applied: "ui", promoted: "ui", image: "ui:1", primaryImage: "ui:1"},
 	}}
 }
+
+func (a *app) identity() string { return a.name + "-migration" }
 
 func (a *app) member(process string) *member {
 	for i := range a.members {
@@ -107,7 +119,11 @@ func (a *app) manifests() string {
 		}
 		mig := ""
 		if a.migration {
-			mig = `{"identity":"` + a.name + `-migration","nonTransactional":false}`
+			tested := ""
+			if a.testedAgainst != "" {
+				tested = `,"testedAgainst":"` + a.testedAgainst + `"`
+			}
+			mig = fmt.Sprintf(`{"identity":%q,"nonTransactional":%v%s}`, a.identity(), a.nonTransactional, tested)
 		}
 		inputs = renderedInputs(processes, mig)
 	}
@@ -126,39 +142,8 @@ data:
   releaseGate.json: %q`, a.name, a.ns, inputsApp, inputs)
 	}
 	for _, m := range a.members {
-		cApp, cRev := m.canaryApp, m.canaryRev
-		if cApp == "" {
-			cApp = a.name
-		}
-		if cRev == "" {
-			cRev = rev
-		}
 		if !m.noCanary {
-			hooks, paths := "", ""
-			if m.paths != "" {
-				paths = fmt.Sprintf(", paths: %q", m.paths)
-			}
-			for _, h := range []struct{ name, typ string }{{"may-start", "confirm-rollout"}, {"checks", "rollout"}, {"may-promote", "confirm-promotion"}, {"rollback", "rollback"}} {
-				hooks += fmt.Sprintf(`
-      - name: %s
-        type: %s
-        url: http://release-gate.delivery-system.svc.cluster.local:8080/%s
-        metadata: {application: %s, process: %s, revision: "%s"%s}`, h.name, h.typ, h.name, cApp, m.process, cRev, paths)
-			}
-			doc(`apiVersion: flagger.app/v1beta1
-kind: Canary
-metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s}}
-spec:
-  provider: kubernetes
-  targetRef: {apiVersion: apps/v1, kind: Deployment, name: %s}
-  service: {port: 8080, targetPort: http, portName: http}
-  analysis:
-    interval: 30s
-    iterations: 4
-    threshold: 3
-    webhooks:%s
-status: {phase: %s, iterations: %d, lastAppliedSpec: %q, lastPromotedSpec: %q}`,
-				m.process, a.ns, a.name, m.process, hooks, m.phase, m.iterations, m.applied, m.promoted)
+			doc("%s", a.canaryYAML(m))
 		}
 		copies := []struct{ name, image string }{{m.process, m.image}}
 		if !m.noPrimary {
@@ -167,7 +152,7 @@ status: {phase: %s, iterations: %d, lastAppliedSpec: %q, lastPromotedSpec: %q}`,
 		for _, d := range copies {
 			doc(`apiVersion: apps/v1
 kind: Deployment
-metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s}}
+metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}}
 spec:
   selector: {matchLabels: {app.kubernetes.io/instance: %s}}
   template:
@@ -199,15 +184,71 @@ status:
 		}
 	}
 	for _, j := range a.jobs {
-		b.WriteString(jobYAML(a.ns, a.name, j.name, j.identity, !j.complete && !j.failed, j.complete, j.failed, "[up, "+tag+"]"))
+		identity := j.identity
+		if identity == "" {
+			identity = a.identity()
+		}
+		b.WriteString(jobYAML(a.ns, a.name, j.name, identity, j.suspended, j.complete, j.failed, "[]"))
+	}
+	if a.record != nil {
+		doc(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: %s, namespace: %s}
+data:
+  %s: %q`, releasegate.RecordConfigMap(a.ns, a.name), gateNS, releasegate.RecordKey, releasegate.EncodeRecord(*a.record)[releasegate.RecordKey])
 	}
 	return b.String()
+}
+
+// canaryYAML is member m's Canary: Flagger's four webhooks to the gate, each
+// carrying the Application, process and revision, and the status a test sets.
+func (a *app) canaryYAML(m member) string {
+	application, revision := m.canaryApp, m.canaryRev
+	if application == "" {
+		application = a.name
+	}
+	if revision == "" {
+		revision = rev
+	}
+	extra := ""
+	if m.hosts != "" {
+		extra += fmt.Sprintf(", hosts: %q", m.hosts)
+	}
+	if m.paths != "" {
+		extra += fmt.Sprintf(", paths: %q", m.paths)
+	}
+	hooks := ""
+	for _, h := range []struct{ name, typ string }{{"may-start", "confirm-rollout"}, {"checks", "rollout"}, {"may-promote", "confirm-promotion"}, {"rollback", "rollback"}} {
+		hooks += fmt.Sprintf(`
+      - name: %s
+        type: %s
+        url: http://release-gate.delivery-system.svc.cluster.local:8080/%s
+        metadata: {application: %s, process: %s, revision: "%s"%s}`, h.name, h.typ, h.name, application, m.process, revision, extra)
+	}
+	transitioned := m.transitioned
+	if transitioned.IsZero() {
+		transitioned = time.Now().Add(-24 * time.Hour)
+	}
+	return fmt.Sprintf(`apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}}
+spec:
+  provider: kubernetes
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: %s}
+  service: {port: 8080, targetPort: http, portName: http}
+  analysis:
+    interval: 30s
+    iterations: 4
+    threshold: 3
+    webhooks:%s
+status: {phase: %s, iterations: %d, lastAppliedSpec: %q, lastPromotedSpec: %q, lastTransitionTime: %q}`,
+		m.process, a.ns, a.name, m.process, hooks, m.phase, m.iterations, m.applied, m.promoted, transitioned.UTC().Format(time.RFC3339))
 }
 
 func (a *app) apply(t testing.TB, cp *testenv.ControlPlane) {
 	t.Helper()
 	if _, err := cp.Apply(context.Background(), []byte(a.manifests())); err != nil {
-		t.Fatalf("apply the Application: %v", err)
+		t.Fatalf("apply %s/%s: %v", a.ns, a.name, err)
 	}
 }
 

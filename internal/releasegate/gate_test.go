@@ -29,7 +29,7 @@ func TestWebhooks(t *testing.T) {
 	gate := serve(t, grant(t, cp), flaggerNS)
 
 	migrationJob := func(complete, failed bool) job {
-		return job{name: "auth-migration-" + tag, identity: "auth-migration", complete: complete, failed: failed}
+		return job{name: "auth-migration-" + tag, identity: "auth-migration", suspended: !complete && !failed, complete: complete, failed: failed}
 	}
 	rows := []struct {
 		name     string
@@ -65,8 +65,10 @@ func TestWebhooks(t *testing.T) {
 			prepare: func(a *app) { a.jobs = []job{{name: "seed-2f4a6c8e0b2d", identity: "seed", complete: true}} },
 			path:    "/may-start", status: http.StatusConflict, reason: "job seed-" + tag + " not applied"},
 		{name: "may-start: a down Job is never a step",
-			prepare: func(a *app) { a.jobs = []job{{name: "auth-migration-down-" + tag, identity: "auth-migration"}} },
-			path:    "/may-start", status: http.StatusOK, reason: "no release step"},
+			prepare: func(a *app) {
+				a.jobs = []job{{name: "auth-migration-down-" + tag, identity: "auth-migration", suspended: true}}
+			},
+			path: "/may-start", status: http.StatusOK, reason: "no release step"},
 
 		// rollout
 		{name: "checks: every pod of the new copy ready, none restarted",

@@ -26,7 +26,7 @@ type replacingCluster struct {
 	*releasegate.Kube
 	t   testing.TB
 	cp  *testenv.ControlPlane
-	app *tended
+	app *app
 }
 
 func (r replacingCluster) StartJob(ctx context.Context, j releasegate.JobStart) error {
@@ -82,48 +82,48 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 	nsA, nsB, nsC, nsD, nsE := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
 	ago := func(d time.Duration) *time.Time { at := time.Now().Add(-d).UTC().Truncate(time.Second); return &at }
 
-	serving := &tended{ns: nsA, name: "auth", migration: true, testedAgainst: prevRev,
-		members: []tendedMember{
-			{process: "auth-api", phase: "Succeeded", applied: "api-2", promoted: "api-2", image: "api:2", primary: "api:2",
+	serving := &app{ns: nsA, name: "auth", migration: true, testedAgainst: prevRev,
+		members: []member{
+			{process: "auth-api", phase: "Succeeded", applied: "api-2", promoted: "api-2", image: "api:2", primaryImage: "api:2",
 				hosts: `["auth.example.com"]`, paths: `["/","/api"]`},
-			{process: "auth-ui", phase: "Succeeded", applied: "ui-1", promoted: "ui-1", image: "ui:1", primary: "ui:1",
+			{process: "auth-ui", phase: "Succeeded", applied: "ui-1", promoted: "ui-1", image: "ui:1", primaryImage: "ui:1",
 				hosts: `["auth.example.com","id.example.com"]`, paths: `["/"]`},
 		},
-		jobs: []tendedJob{{name: "auth-migration-" + tag, complete: true}, {name: "auth-migration-down-" + tag, suspended: true}}}
-	broken := &tended{ns: nsA, name: "billing", inputs: `{"members":[]}`}
-	servingFailing := &tended{ns: nsA, name: "docs",
-		members: []tendedMember{{process: "docs", phase: "Initialized", applied: "d-1", promoted: "d-1", image: "docs:1", primary: "docs:1",
+		jobs: []job{{name: "auth-migration-" + tag, complete: true}, {name: "auth-migration-down-" + tag, suspended: true}}}
+	broken := &app{ns: nsA, name: "billing", inputs: `{"members":[]}`}
+	servingFailing := &app{ns: nsA, name: "docs",
+		members: []member{{process: "docs", phase: "Initialized", applied: "d-1", promoted: "d-1", image: "docs:1", primaryImage: "docs:1",
 			hosts: `["docs.example.com"]`, paths: `["/broken","/after"]`}}}
-	servingPrivate := &tended{ns: nsA, name: "wiki",
-		members: []tendedMember{{process: "wiki", phase: "Succeeded", applied: "w-1", promoted: "w-1", image: "wiki:1", primary: "wiki:1",
+	servingPrivate := &app{ns: nsA, name: "wiki",
+		members: []member{{process: "wiki", phase: "Succeeded", applied: "w-1", promoted: "w-1", image: "wiki:1", primaryImage: "wiki:1",
 			hosts: `["wiki.private.example.com"]`, paths: `["/"]`}}}
-	sameID := &tended{ns: nsB, name: "auth", migration: true, testedAgainst: prevRev,
-		members: []tendedMember{
-			{process: "auth-api", phase: "Progressing", applied: "api-3", promoted: "api-1", image: "api:3", primary: "api:1"},
-			{process: "auth-ui", phase: "Succeeded", applied: "ui-1", promoted: "ui-1", image: "ui:1", primary: "ui:1"},
+	sameID := &app{ns: nsB, name: "auth", migration: true, testedAgainst: prevRev,
+		members: []member{
+			{process: "auth-api", phase: "Progressing", applied: "api-3", promoted: "api-1", image: "api:3", primaryImage: "api:1"},
+			{process: "auth-ui", phase: "Succeeded", applied: "ui-1", promoted: "ui-1", image: "ui:1", primaryImage: "ui:1"},
 		},
-		jobs: []tendedJob{{name: "auth-migration-" + tag, suspended: true}}}
-	proven := &tended{ns: nsC, name: "shop", migration: true, testedAgainst: prevRev,
-		members: []tendedMember{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primary: "shop:1"}},
-		jobs:    []tendedJob{{name: "shop-migration-" + tag, suspended: true}},
+		jobs: []job{{name: "auth-migration-" + tag, suspended: true}}}
+	proven := &app{ns: nsC, name: "shop", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
+		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
 		record:  &releasegate.Record{Namespace: nsC, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
-	failed := &tended{ns: nsD, name: "pay", migration: true, testedAgainst: prevRev,
-		members: []tendedMember{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primary: "pay:1",
+	failed := &app{ns: nsD, name: "pay", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
 			transitioned: time.Now().Add(-time.Minute)}},
-		jobs: []tendedJob{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
+		jobs: []job{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
 		record: &releasegate.Record{Namespace: nsD, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
 			Pinned: rev, Since: ago(10 * time.Minute)}}
-	refused := &tended{ns: nsD, name: "cart", migration: true, testedAgainst: prevRev, nonTransactional: true,
-		members: []tendedMember{{process: "cart-api", phase: "Failed", applied: "c-2", promoted: "c-1", image: "cart:2", primary: "cart:1",
+	refused := &app{ns: nsD, name: "cart", migration: true, testedAgainst: prevRev, nonTransactional: true,
+		members: []member{{process: "cart-api", phase: "Failed", applied: "c-2", promoted: "c-1", image: "cart:2", primaryImage: "cart:1",
 			transitioned: time.Now().Add(-time.Minute)}},
-		jobs: []tendedJob{{name: "cart-migration-" + tag, complete: true}, {name: "cart-migration-down-" + tag, suspended: true}},
+		jobs: []job{{name: "cart-migration-" + tag, complete: true}, {name: "cart-migration-down-" + tag, suspended: true}},
 		record: &releasegate.Record{Namespace: nsD, Application: "cart", Serving: prevRev, Primaries: digestsOf("cart-api", "c-1"),
 			Pinned: rev, Since: ago(10 * time.Minute)}}
-	raced := &tended{ns: nsE, name: "shop", migration: true, testedAgainst: prevRev,
-		members: []tendedMember{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primary: "shop:1"}},
-		jobs:    []tendedJob{{name: "shop-migration-" + tag, suspended: true}},
+	raced := &app{ns: nsE, name: "shop", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
+		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
 		record:  &releasegate.Record{Namespace: nsE, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
-	for _, a := range []*tended{serving, broken, servingFailing, servingPrivate, sameID, proven, failed, refused, raced} {
+	for _, a := range []*app{serving, broken, servingFailing, servingPrivate, sameID, proven, failed, refused, raced} {
 		a.apply(t, cp)
 	}
 
@@ -367,7 +367,7 @@ func TestReleasesReadsOncePer15s(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := cp.Namespace(t)
-	(&tended{ns: ns, name: "notes", members: []tendedMember{{process: "notes", phase: "Initialized", applied: "n", promoted: "n", image: "n:1", primary: "n:1"}}}).apply(t, cp)
+	(&app{ns: ns, name: "notes", members: []member{{process: "notes", phase: "Initialized", applied: "n", promoted: "n", image: "n:1", primaryImage: "n:1"}}}).apply(t, cp)
 	var mu sync.Mutex
 	clock := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
