@@ -163,7 +163,13 @@ func (g *Gate) handle(webhook string, decide decision) http.HandlerFunc {
 		question, refusal, ok, err := g.identify(ctx, q)
 		answer := refusal
 		if err == nil && ok {
-			g.notes.note(q)
+			// Flagger asks confirm-rollout while the Canary still reads as the
+			// release before (Succeeded, say), so a /may-start is no sign the
+			// member entered this one; the other three are asked only while it
+			// is analysed or waits at the barrier.
+			if webhook != WebhookMayStart {
+				g.notes.note(q)
+			}
 			answer, err = finish(question)
 		}
 		if err != nil {
@@ -433,7 +439,8 @@ func (f *future[T]) get() (T, error) {
 // memberKey names a member across Applications and namespaces.
 type memberKey struct{ namespace, application, process string }
 
-// notes hold the revision each member last asked at. They only ever withhold:
+// notes hold the revision each member last asked at, once in the release
+// (any webhook but /may-start). They only ever withhold:
 // a member read as waiting counts only once it has asked at this revision, so
 // a gate that restarted with no notes reopens the barrier as members ask
 // again, which Flagger does every tick. One entry per member that asked,
