@@ -78,6 +78,8 @@ type member struct {
 type pod struct {
 	ready    bool
 	restarts int
+	// initRestarts, when set, gives the pod an init container restarted so often.
+	initRestarts int
 }
 
 // job is a release Job of the Application; identity is the migration's when
@@ -169,18 +171,24 @@ spec:
 			if p.ready {
 				ready = "True"
 			}
+			initSpec, initStatus := "", ""
+			if p.initRestarts > 0 {
+				initSpec = "\n  initContainers: [{name: init, image: init:1}]"
+				initStatus = fmt.Sprintf(`
+  initContainerStatuses: [{name: init, image: init:1, imageID: "", ready: true, restartCount: %d, state: {terminated: {exitCode: 0}}}]`, p.initRestarts)
+			}
 			doc(`apiVersion: v1
 kind: Pod
 metadata: {name: %s-%d, namespace: %s, labels: {app.kubernetes.io/instance: %s, app.kubernetes.io/part-of: %s}}
 spec:
-  containers: [{name: app, image: %s}]
+  containers: [{name: app, image: %s}]%s
 status:
   phase: Running
   podIP: 10.1.0.%d
   podIPs: [{ip: 10.1.0.%d}]
   conditions: [{type: Ready, status: "%s"}]
-  containerStatuses: [{name: app, image: %s, imageID: "", ready: %v, restartCount: %d, started: true, state: {running: {}}}]`,
-				m.process, i, a.ns, m.process, a.name, m.image, i+1, i+1, ready, m.image, p.ready, p.restarts)
+  containerStatuses: [{name: app, image: %s, imageID: "", ready: %v, restartCount: %d, started: true, state: {running: {}}}]%s`,
+				m.process, i, a.ns, m.process, a.name, m.image, initSpec, i+1, i+1, ready, m.image, p.ready, p.restarts, initStatus)
 		}
 	}
 	for _, j := range a.jobs {

@@ -82,6 +82,9 @@ func TestWebhooks(t *testing.T) {
 		{name: "checks: a pod that restarted",
 			prepare: func(a *app) { a.member("auth-api").pods[0].restarts = 1 },
 			path:    "/checks", status: http.StatusConflict, reason: "pod auth-api-0 restarted 1 times"},
+		{name: "checks: a pod whose init container restarted",
+			prepare: func(a *app) { a.member("auth-api").pods[1].initRestarts = 2 },
+			path:    "/checks", status: http.StatusConflict, reason: "pod auth-api-1 restarted 2 times"},
 
 		// confirm-promotion
 		{name: "may-promote: the other member did not change",

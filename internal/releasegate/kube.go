@@ -3,6 +3,7 @@ package releasegate
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
@@ -89,7 +90,9 @@ func podOf(p *corev1.Pod) Pod {
 			out.Ready = c.Status == corev1.ConditionTrue
 		}
 	}
-	for _, c := range p.Status.ContainerStatuses {
+	// Init containers are the pod's containers too: one that restarts, a
+	// sidecar above all, is as much a sign of trouble as an app container.
+	for _, c := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 		out.Restarts += int(c.RestartCount)
 	}
 	return out
