@@ -416,7 +416,10 @@ func Rollback(q Question, own MemberState, others []MemberState) Answer {
 		return yes("roll back: pod %s of new copy %s restarted %d times", ownCopy.MostRestarted, own.Process, ownCopy.MostRestarts)
 	}
 	for _, m := range others {
-		if _, ok := memberOfRelease(q, m); !ok {
+		if a, ok := memberOfRelease(q, m); !ok {
+			if a.Outcome == Unanswerable {
+				return a // a Canary of another Application, as for the barrier
+			}
 			continue // not in this release: its state says nothing about it
 		}
 		if m.Canary.Phase == PhaseFailed {
