@@ -254,6 +254,14 @@ func TestOnlyFlaggerIsAnswered(t *testing.T) {
 	if code, _ := gate.ask(t, "127.0.0.2", "/checks", "{"); code != http.StatusForbidden {
 		t.Fatalf("a stranger's bad body got %d, want 403", code)
 	}
+	// So is an oversize one; from Flagger the same body is 413.
+	oversize := `{"name":"` + strings.Repeat("x", 2<<20) + `"}`
+	if code, _ := gate.ask(t, "127.0.0.2", "/checks", oversize); code != http.StatusForbidden {
+		t.Fatalf("a stranger's oversize body got %d, want 403", code)
+	}
+	if code, _ := gate.ask(t, flagger, "/checks", oversize); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("Flagger's oversize body got %d, want 413", code)
+	}
 
 	// Flagger's pod, but on the host network, under another ServiceAccount, or
 	// terminating, is not Flagger.

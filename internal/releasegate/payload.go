@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-
-	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 )
 
 // Question is what one webhook call asks: which member of which Application,
@@ -66,7 +64,9 @@ func DecodeQuestion(r io.Reader) (Question, error) {
 	dec := json.NewDecoder(r)
 	var p payload
 	if err := dec.Decode(&p); err != nil {
-		return Question{}, fmt.Errorf("%w: the body is not a JSON object: %s", ErrNoQuestion, jsondoc.OneLine(err))
+		// The cause stays in the chain: a body cut at the server's bound is
+		// answered as too large, not as a bad payload.
+		return Question{}, fmt.Errorf("%w: the body is not a JSON object: %w", ErrNoQuestion, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Question{}, fmt.Errorf("%w: the body holds more than one JSON value", ErrNoQuestion)

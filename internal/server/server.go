@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -145,14 +144,13 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// limitBody refuses a declared oversize body at once and cuts an undeclared
-// one at the limit, so no handler reads more than the service allows.
+// limitBody cuts every body at the limit, so no handler reads more than the
+// service allows; the handler answers 413 when its read is cut (TooLarge).
+// An oversize body is not refused here, before the handler: a handler that
+// checks its caller first (the gate's 403) answers a stranger the same
+// whatever the body.
 func limitBody(limit int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > limit {
-			Answer(w, http.StatusRequestEntityTooLarge, "request body over "+strconv.FormatInt(limit, 10)+" bytes")
-			return
-		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
 	})
