@@ -3,7 +3,10 @@ package releasegate_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -254,13 +258,26 @@ func TestOnlyFlaggerIsAnswered(t *testing.T) {
 	if code, _ := gate.ask(t, "127.0.0.2", "/checks", "{"); code != http.StatusForbidden {
 		t.Fatalf("a stranger's bad body got %d, want 403", code)
 	}
-	// So is an oversize one; from Flagger the same body is 413.
-	oversize := `{"name":"` + strings.Repeat("x", 2<<20) + `"}`
-	if code, _ := gate.ask(t, "127.0.0.2", "/checks", oversize); code != http.StatusForbidden {
-		t.Fatalf("a stranger's oversize body got %d, want 403", code)
-	}
-	if code, _ := gate.ask(t, flagger, "/checks", oversize); code != http.StatusRequestEntityTooLarge {
-		t.Fatalf("Flagger's oversize body got %d, want 413", code)
+	// So is an oversize one, and not a byte of it is read; from Flagger the
+	// same body is 413. Asked in process, as the server bounds the body, so
+	// that a client still writing a body the gate leaves unread cannot race
+	// the answer.
+	mux := http.NewServeMux()
+	gate.gate.Routes(mux)
+	oversize := `{"name":"` + strings.Repeat("x", 2*server.DefaultMaxBodyBytes) + `"}`
+	for _, c := range []struct {
+		from string
+		want int
+	}{{"127.0.0.2", http.StatusForbidden}, {flagger, http.StatusRequestEntityTooLarge}} {
+		body := &readCounter{r: strings.NewReader(oversize)}
+		req := httptest.NewRequest(http.MethodPost, "/checks", body)
+		req.RemoteAddr = net.JoinHostPort(c.from, "40000")
+		rec := httptest.NewRecorder()
+		req.Body = http.MaxBytesReader(rec, req.Body, server.DefaultMaxBodyBytes)
+		mux.ServeHTTP(rec, req)
+		if rec.Code != c.want || (c.want == http.StatusForbidden && body.n != 0) {
+			t.Fatalf("an oversize body from %s: %d after reading %d bytes, want %d", c.from, rec.Code, body.n, c.want)
+		}
 	}
 
 	// Flagger's pod, but on the host network, under another ServiceAccount, or
@@ -516,4 +533,16 @@ func TestOneReadPerKind(t *testing.T) {
 			t.Errorf("%s made the API requests %v, want %d", c.path, counter.Requests(), len(c.reads))
 		}
 	}
+}
+
+// readCounter counts the bytes read through it.
+type readCounter struct {
+	r io.Reader
+	n int
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

@@ -124,9 +124,12 @@ func TestBodyLimit(t *testing.T) {
 			}
 			server.Answer(w, http.StatusOK, "read")
 		})
+		mux.HandleFunc("POST /refuse", func(w http.ResponseWriter, _ *http.Request) {
+			server.Answer(w, http.StatusForbidden, "not you")
+		})
 	}})
-	post := func(body io.Reader, length int64) int {
-		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, r.url+"/in", body)
+	postTo := func(path string, body io.Reader, length int64) int {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, r.url+path, body)
 		req.ContentLength = length
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -135,6 +138,7 @@ func TestBodyLimit(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	post := func(body io.Reader, length int64) int { return postTo("/in", body, length) }
 	if code := post(strings.NewReader("sixteen bytes..."), 16); code != http.StatusOK {
 		t.Fatalf("a body at the limit = %d, want 200", code)
 	}
@@ -147,6 +151,10 @@ func TestBodyLimit(t *testing.T) {
 	}
 	if !server.TooLarge(readErr) {
 		t.Fatalf("the handler read past the limit: %v", readErr)
+	} // A handler that refuses before reading answers as it chooses: the bound
+	// does not speak first.
+	if code := postTo("/refuse", strings.NewReader(strings.Repeat("x", 17)), 17); code != http.StatusForbidden {
+		t.Fatalf("a declared oversize body to a handler that refuses unread = %d, want 403", code)
 	}
 }
 
