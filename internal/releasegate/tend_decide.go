@@ -434,6 +434,11 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 	switch {
 	case up.Failed:
 		hold(HeldMigrationFailed)
+	case up.Suspended && failed:
+		// Flagger gave the release up before its migration ran: nothing
+		// to start, and nothing ran to undo.
+		hold(HeldAnalysisFailed)
+		return
 	case up.Suspended:
 		if holds, _ := ProofHolds(mig, next, v.Members); holds {
 			p.Start = startOf(up)

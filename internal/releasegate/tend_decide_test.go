@@ -226,6 +226,7 @@ func TestTendHeldReasons(t *testing.T) {
 			scene(migrated, failedAt(t0), func(v *ApplicationView) { v.Members[0].Canary.Webhooks = hooks("auth", otherRev) }), ""},
 		{"an Application without migration whose member failed", scene(failedAt(t0), func(v *ApplicationView) { v.Inputs.Migration = nil }), HeldAnalysisFailed},
 		{"an Application without migration being analysed", scene(func(v *ApplicationView) { v.Inputs.Migration = nil }), ""},
+		{"Flagger failed a member before the migration started", scene(failedAt(t0.Add(-time.Minute))), HeldAnalysisFailed},
 		{"the migration running", scene(func(v *ApplicationView) { v.Jobs[0].Suspended = false }), ""},
 		{"the migration done, analysis under way", scene(migrated), ""},
 	}
@@ -243,6 +244,18 @@ func TestTendHeldReasons(t *testing.T) {
 				t.Fatalf("held %q, want %q (%+v)", got, c.held, p)
 			}
 		})
+	}
+}
+
+// A release Flagger failed before its migration ran starts no migration and
+// undoes none.
+func TestTendStartsNoMigrationForAFailedRelease(t *testing.T) {
+	p := Tend(scene(failedAt(t0.Add(-time.Minute))))
+	if p.Start != nil || p.Undo != nil || p.Held == nil || p.Held.Reason != HeldAnalysisFailed {
+		t.Fatalf("plan %+v, want held for the failed analysis with nothing started or undone", p)
+	}
+	if p := Tend(scene()); p.Start == nil {
+		t.Fatalf("the same release not failed started nothing: %+v", p)
 	}
 }
 
