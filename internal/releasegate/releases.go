@@ -122,10 +122,13 @@ func releasesOf(s *snapshot, namespace string, readAt time.Time) Releases {
 
 // releaseCache answers /releases from one read for ReleasesMaxAge, and runs
 // one read at a time: a caller that finds the answer stale while a read runs
-// waits for that read rather than start another.
+// waits for that read rather than start another. A read that failed answers
+// for as long, so callers asking often of an API server that fails cost it
+// one read per ReleasesMaxAge, not one each.
 type releaseCache struct {
 	mu     sync.Mutex
 	body   []byte
+	err    error
 	readAt time.Time
 }
 
@@ -149,9 +152,15 @@ func (t *Tender) releases(ctx context.Context) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := t.now()
-	if c.body != nil && now.Sub(c.readAt) < ReleasesMaxAge && !now.Before(c.readAt) {
-		return c.body, nil
+	if (c.body != nil || c.err != nil) && now.Sub(c.readAt) < ReleasesMaxAge && !now.Before(c.readAt) {
+		return c.body, c.err
 	}
+	c.body, c.err = t.readReleases(ctx, now)
+	c.readAt = now
+	return c.body, c.err
+}
+
+func (t *Tender) readReleases(ctx context.Context, now time.Time) ([]byte, error) {
 	// The read outlives a caller that gives up, so the callers waiting
 	// behind it are answered.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releasesReadTimeout)
@@ -164,7 +173,5 @@ func (t *Tender) releases(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body = append(body, '\n')
-	c.body, c.readAt = body, now
-	return c.body, nil
+	return append(body, '\n'), nil
 }

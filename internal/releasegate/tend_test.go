@@ -400,4 +400,40 @@ func TestReleasesReadsOncePer15s(t *testing.T) {
 	if body := ask(); reads() != 2 || !strings.Contains(body, `"readAt":"2026-11-30T10:00:16Z"`) {
 		t.Fatalf("after 16 s: %d reads, %s", reads(), body)
 	}
+
+	// A read that fails answers as long: callers asking often of a cluster
+	// the gate cannot read make one read per 15 s, not one each.
+	refused, refusedCount := testenv.Counting(cp.As(gateNS, "not-the-gate"))
+	stranger, err := releasegate.NewKube(refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = releasegate.NewTender(stranger, gateNS, nil, nil, now).ReleasesHandler()
+	askRefused := func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/releases", nil))
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("/releases unreadable: %d %s", w.Code, w.Body)
+		}
+	}
+	askRefused()
+	one := refusedCount.Total()
+	if one == 0 {
+		t.Fatal("the refused read made no request")
+	}
+	for range 20 {
+		wg.Add(1)
+		go func() { defer wg.Done(); askRefused() }()
+	}
+	wg.Wait()
+	advance(14 * time.Second)
+	askRefused()
+	if n := refusedCount.Total(); n != one {
+		t.Fatalf("21 more callers within 15 s of a failed read made %d requests, want none", n-one)
+	}
+	advance(2 * time.Second)
+	askRefused()
+	if n := refusedCount.Total(); n <= one {
+		t.Fatal("a failed read answered past 15 s")
+	}
 }
