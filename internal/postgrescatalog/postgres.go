@@ -56,8 +56,10 @@ type querier interface {
 
 // sharedQuery reads, from the server-wide catalogs, a Project's two roles
 // and its database: owner, memberships, the data role's CONNECT grant, the
-// owner role's members that own objects in the database (pg_shdepend is
-// shared, so no connection to the database is needed), and the other
+// owner role's members that own objects in the database that REASSIGN OWNED
+// hands over (pg_shdepend is shared, so no connection to the database is
+// needed; default privileges and user mappings it leaves where they are, so
+// counting them would reassign again on every run), and the other
 // databases those roles own. $1 database, $2 owner role, $3 data role.
 const sharedQuery = `
 WITH db AS (
@@ -69,6 +71,7 @@ WITH db AS (
 ), holders AS (
   SELECT DISTINCT s.refobjid AS oid FROM pg_shdepend s JOIN db ON s.dbid = db.oid
   WHERE s.deptype = 'o' AND s.refclassid = 'pg_authid'::regclass AND s.refobjid IN (SELECT member FROM members)
+    AND s.classid NOT IN ('pg_default_acl'::regclass, 'pg_user_mapping'::regclass)
 )
 SELECT json_build_object(
   'owner', (SELECT json_build_object('superuser', rolsuper) FROM pg_roles WHERE rolname = $2),
