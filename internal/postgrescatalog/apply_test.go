@@ -193,6 +193,17 @@ func TestAdoptionKeepsTheOldLogin(t *testing.T) {
 	if _, statements, _ := f.mustApply(t, c); len(changes(statements)) != 0 {
 		t.Errorf("third run sent %s", fmtList(changes(statements)))
 	}
+
+	// A temporary table an owner login holds lives in its session's own
+	// schema, not one of the owner's: a run meanwhile changes nothing.
+	session := f.connectAs(t, "knowledge_db", f.pg.User, f.pg.Password)
+	defer func() { _ = session.Close(ctx) }()
+	if _, err := session.Exec(ctx, `SET ROLE "knowledge-owner"; CREATE TEMP TABLE scratch (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, statements, _ := f.mustApply(t, c); len(changes(statements)) != 0 {
+		t.Errorf("a run beside an owner's temporary table sent %s", fmtList(changes(statements)))
+	}
 }
 
 // A database a superuser owns fails the run at that database, in the adopt

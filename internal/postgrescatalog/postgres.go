@@ -95,9 +95,10 @@ SELECT json_build_object(
 // schemas (those it owns, those pg_database_owner owns while it owns the
 // database, and any other holding a table or sequence it owns, such as a
 // public schema a superuser still owns in a database created before
-// PostgreSQL 15) that miss the data role's USAGE or hold a table or sequence
-// the data role cannot read and write, and what the owner's database-wide
-// default ACL grants the data role. $1 owner role, $2 data role.
+// PostgreSQL 15; a session's temporary schema is none of them) that miss the
+// data role's USAGE or hold a table or sequence the data role cannot read and
+// write, and what the owner's database-wide default ACL grants the data
+// role. $1 owner role, $2 data role.
 //
 // It is the one statement every run sends to every database, on a backend
 // that has just started and has nothing cached, so it is written to touch
@@ -114,7 +115,7 @@ WITH owner AS MATERIALIZED (
      OR (n.nspowner = 'pg_database_owner'::regrole
          AND (SELECT datdba FROM pg_database WHERE datname = current_database()) = o.oid)
      OR EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = n.oid AND c.relowner = o.oid
-                AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S'))
+                AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND c.relpersistence <> 't')
 ), relations AS MATERIALIZED (
   SELECT c.oid, c.relkind, s.nspname FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace
   WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
