@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 )
 
 // Vault is what the job needs of Vault: read, write and list ACL policies and
@@ -121,8 +120,8 @@ func FindStale(render Render, policies, roles []string) []Stale {
 		names := slices.Clone(group.names)
 		slices.Sort(names)
 		for _, name := range slices.Compact(names) {
-			project, _, found := strings.Cut(name, nameSeparator)
-			if !found || named[name] || !slices.Contains(covered, project) {
+			id, err := ParseName(name)
+			if err != nil || named[name] || !slices.Contains(covered, id.Project) {
 				continue
 			}
 			out = append(out, Stale{Kind: group.kind, Name: name})

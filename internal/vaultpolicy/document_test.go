@@ -345,9 +345,10 @@ func TestFindStale(t *testing.T) {
 	policies := []string{
 		"default", "root", "policy-admin", // Vault's own and the platform's fixtures
 		"auth-system-auth-api", "auth-system-auth-migration", // named by the render
-		"auth-system-old-worker",         // stale
-		"knowledge-system-knowledge-api", // another Project's
-		"authz-system-x",                 // another Project, sharing a prefix
+		"auth-system-old-worker",                  // stale
+		"knowledge-system-knowledge-api",          // another Project's
+		"authz-system-x",                          // another Project, sharing a prefix
+		"auth-system-", "auth-system-Legacy_Role", // not a name the render could write
 	}
 	roles := []string{"policy-admin", "auth-system-auth-api", "auth-system-old-worker", "auth-system-old-worker", "auth-system-cron"}
 	got := FindStale(render, policies, roles)
