@@ -163,9 +163,10 @@ func Carried(application string, members []MemberView) (revision string, ok bool
 // Serves reports whether the Application serves the revision its Canaries
 // carry: Flagger records every member as settled and every primary runs what
 // its Deployment holds (the barrier's own test of a member that did not
-// change), and the release's migration, where its Job is there, completed. A
-// revision whose members did not change at all would otherwise serve before
-// its migration ran and so make its own proof stale.
+// change), and the release's migration, where the inputs carry one, completed.
+// A revision whose members did not change at all would otherwise serve before
+// its migration ran, or before the render applied its Job, and so make its
+// own proof stale and never start it.
 func Serves(v ApplicationView, revision string) (bool, string) {
 	for _, m := range v.Members {
 		if ok, why := Unchanged(m.MemberState); !ok {
@@ -173,7 +174,12 @@ func Serves(v ApplicationView, revision string) (bool, string) {
 		}
 	}
 	if mig := v.Inputs.Migration; mig != nil {
-		if up, ok := findJob(v.Jobs, mig.Identity+"-"+RevisionTag(revision)); ok && !up.Complete {
+		name := mig.Identity + "-" + RevisionTag(revision)
+		up, ok := findJob(v.Jobs, name)
+		if !ok {
+			return false, "migration " + name + " is not applied yet"
+		}
+		if !up.Complete {
 			return false, "migration " + up.Name + " has not completed"
 		}
 	}

@@ -105,6 +105,12 @@ func TestTendRecordsWhatServes(t *testing.T) {
 		{"members unchanged but the revision's migration not complete: not yet",
 			scene(func(v *ApplicationView) { v.Members[0] = mv("auth-api", PhaseSucceeded, "api-1", "api:1", "api:1") }),
 			prevRev, rev, false, false},
+		{"members unchanged and the revision's migration Job not applied yet: not yet",
+			scene(func(v *ApplicationView) {
+				v.Members[0] = mv("auth-api", PhaseSucceeded, "api-1", "api:1", "api:1")
+				v.Jobs = nil
+			}),
+			prevRev, rev, false, false},
 		{"Canaries carrying two revisions (a render being applied): nothing moves",
 			scene(func(v *ApplicationView) { v.Members[1].Canary.Webhooks = hooks("auth", otherRev) }), prevRev, rev, false, false},
 		{"a revision seen for the first time is recorded as pinned",
