@@ -398,6 +398,13 @@ func Tend(v ApplicationView) Plan {
 			next.Serving, next.Primaries, next.Pinned, next.Since = pinned, primaryDigests(v.Members), "", nil
 		case pinned == rec.Serving:
 			next.Pinned, next.Since = "", nil
+			// A change Flagger had not seen yet when the revision came to
+			// serve (resources, probes) is promoted under the same revision:
+			// the digests follow it, or the next release's proof would read
+			// them as moved for good.
+			if canariesSettled(v.Members) {
+				next.Primaries = primaryDigests(v.Members)
+			}
 		case pinned != rec.Pinned:
 			now := v.Now.UTC()
 			next.Pinned, next.Since = pinned, &now

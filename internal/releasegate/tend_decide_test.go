@@ -219,6 +219,24 @@ func TestTendStartsTheMigrationOnlyUnderProof(t *testing.T) {
 	}
 }
 
+// A revision that came to serve before Flagger promoted a change it carries
+// (one Flagger had not seen yet) keeps its record's digests current: they
+// follow the promotion once Flagger settles, and stay while it has not.
+func TestTendKeepsServingDigestsCurrent(t *testing.T) {
+	servingEarly := func(v *ApplicationView) {
+		v.Record = &Record{Namespace: "auth-system", Application: "auth", Serving: rev,
+			Primaries: map[string]string{"auth-api": "api-1", "auth-ui": "ui-1"}, Warmup: &WarmupRecord{Revision: rev, Warmed: true}}
+	}
+	p := Tend(scene(promoted, migrated, servingEarly))
+	if !p.Write || p.Record.Primaries["auth-api"] != "api-2" || p.Record.Serving != rev {
+		t.Fatalf("after Flagger promoted: write %v, record %+v", p.Write, p.Record)
+	}
+	p = Tend(scene(migrated, servingEarly))
+	if p.Write || p.Record.Primaries["auth-api"] != "api-1" {
+		t.Fatalf("while Flagger analyses: write %v, record %+v", p.Write, p.Record)
+	}
+}
+
 func TestTendHeldReasons(t *testing.T) {
 	cases := []struct {
 		name string
