@@ -219,7 +219,12 @@ func warmupStage(in Input) Status {
 	revisions := map[string]string{}
 	for _, m := range in.Members {
 		app, rev, err := releasegate.CanaryRelease(m.State.Canary)
-		if err != nil || app == "" {
+		if err != nil {
+			// Webhooks naming two releases leave no revision whose warmup
+			// could be read: the release stays in progress, not success.
+			return Status{State: StateInProgress, Description: "promoted; the Canary of " + m.State.Process + " names two releases, so no warmup can be read"}
+		}
+		if app == "" {
 			continue // a Canary the gate does not gate has nothing to warm up
 		}
 		revisions[m.Namespace+"/"+app] = rev

@@ -153,6 +153,13 @@ func TestDecide(t *testing.T) {
 			i.Members = []Member{with(settledA, func(m *Member) { m.State.Canary.Webhooks = nil })}
 			i.Gate = gate(nil)
 		}), StateSuccess, "auth 1.4.0 promoted and warmed up"},
+		{"a Canary whose webhooks name two releases is no warmup read", in(func(i *Input) {
+			i.Unit = applied("True")
+			i.Members = []Member{with(settledA, func(m *Member) {
+				m.State.Canary.Webhooks = append(m.State.Canary.Webhooks, map[string]string{"application": "auth", "process": "auth-api", "revision": revB})
+			})}
+			i.Gate = gate(nil)
+		}), StateInProgress, "promoted; the Canary of auth-api names two releases, so no warmup can be read"},
 		// What the latest status says.
 		{"the same status again is no write", in(func(i *Input) {
 			i.Unit = applied("True")
