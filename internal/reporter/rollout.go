@@ -102,9 +102,13 @@ func decodePayload(raw []byte) (payloadFields, bool) {
 	if err != nil || payloadSchema.Validate(doc) != nil {
 		return payloadFields{}, false
 	}
-	var p payloadFields
-	if json.Unmarshal(raw, &p) != nil {
+	// Read by exact key from what the schema checked: encoding/json would
+	// match "Project" too, and another key could then name the Project.
+	fields, ok := doc.(map[string]any)
+	if !ok {
 		return payloadFields{}, false
 	}
-	return p, true
+	project, _ := fields["project"].(string)
+	version, _ := fields["version"].(string)
+	return payloadFields{Project: project, Version: version}, true
 }

@@ -51,6 +51,9 @@ func TestPayloadNames(t *testing.T) {
 		``:                                                        false,
 		`null`:                                                    false,
 		`{"project":"auth","version":"1.4.0"} {"project":"other"}`: false,
+		// A key that differs only in case names nothing.
+		`{"project":"notes","version":"1.4.0","Project":"auth"}`: false,
+		`{"project":"auth","version":"1.4.0","PROJECT":"notes"}`: true,
 	} {
 		if got := PayloadNames([]byte(payload), "auth", "1.4.0"); got != want {
 			t.Errorf("%s: %v", payload, got)
