@@ -111,7 +111,12 @@ func (r Restorer) Restore(ctx context.Context, g Generation, target string) (Res
 	}
 	name := strings.TrimSuffix(g.Name(), ".gz")
 	result.Path = filepath.Join(target, name)
-	if err := os.Rename(filepath.Join(work, name), result.Path); err != nil {
+	// A link, not a rename: it fails where the name is taken, so a file
+	// already in target (a hand-edited dump, say) is never replaced.
+	if err := os.Link(filepath.Join(work, name), result.Path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return Restored{}, fmt.Errorf("%s already exists in %s; a restore overwrites nothing", name, target)
+		}
 		return Restored{}, fmt.Errorf("publish %s: %w", name, err)
 	}
 	return result, nil

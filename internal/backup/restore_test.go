@@ -3,6 +3,7 @@ package backup
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
@@ -74,6 +75,43 @@ func TestRestoreRefusesToOverwrite(t *testing.T) {
 	}
 	if err := moveInto(work, target); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("moveInto: %v", err)
+	}
+}
+
+// A dump restored where a file of its name already is fails and leaves that
+// file as it was.
+func TestRestoreOfADumpRefusesToOverwrite(t *testing.T) {
+	claim := t.TempDir()
+	g := Generation{Method: "postgres", Time: time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte("SELECT 1;\n"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(claim, g.Name()), gz.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Restorer{ClaimDir: claim}
+	target := t.TempDir()
+	got, err := r.Restore(context.Background(), g, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(got.Path); string(b) != "SELECT 1;\n" {
+		t.Fatalf("restored %q", b)
+	}
+	if err := os.WriteFile(got.Path, []byte("edited by hand"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Restore(context.Background(), g, target); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("a second restore into the same target: %v", err)
+	}
+	if b, _ := os.ReadFile(got.Path); string(b) != "edited by hand" {
+		t.Fatalf("the file already there now reads %q", b)
+	}
+	if entries, _ := os.ReadDir(target); len(entries) != 1 {
+		t.Fatalf("target holds %d entries, want the one file", len(entries))
 	}
 }
 
