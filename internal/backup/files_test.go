@@ -333,3 +333,26 @@ func TestFilesShrunkFileIsPadded(t *testing.T) {
 		t.Fatal(fmt.Sprint("the shrunk file was not logged: ", logs.String()))
 	}
 }
+
+// A copy counts as one moment's only when the source reads the same before
+// and after it and the copy carries that too.
+func TestSameAcrossCopy(t *testing.T) {
+	wal := func(salt string) []byte { return append([]byte("wal:"), salt...) }
+	db := func(counter string) []byte { return append([]byte("db:"), counter...) }
+	for _, c := range []struct {
+		name                  string
+		before, copied, after []byte
+		ok                    bool
+	}{
+		{"nothing changed", wal("s1"), wal("s1"), wal("s1"), true},
+		{"the log reset before its header was copied", wal("s1"), wal("s2"), wal("s2"), false},
+		{"the log reset after its header was copied", wal("s1"), wal("s1"), wal("s2"), false},
+		{"a checkpoint truncated the log after it was copied", wal("s1"), wal("s1"), db("c1"), false},
+		{"a commit without a log after page 1 was copied", db("c1"), db("c1"), db("c2"), false},
+		{"no writer, no log", db("c1"), db("c1"), db("c1"), true},
+	} {
+		if err := sameAcrossCopy(c.before, c.copied, c.after); (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

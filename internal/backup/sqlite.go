@@ -77,11 +77,25 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 			return err
 		}
 	}
-	after, err := fingerprint(a.staging, staged)
+	copied, err := fingerprint(a.staging, staged)
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(before, after) {
+	// The source is read again: the copy's own header was copied first, so
+	// it cannot show a log reset or a commit that came later in the copy.
+	after, err := fingerprint(a.source, rel)
+	if err != nil {
+		return err
+	}
+	return sameAcrossCopy(before, copied, after)
+}
+
+// sameAcrossCopy says a copy is one moment's when the source's fingerprint
+// before the copy, the copy's own and the source's after it are one: a log
+// reset or truncated by a checkpoint, or a transaction committed without a
+// log, during the copy changes one of them.
+func sameAcrossCopy(before, copied, after []byte) error {
+	if !bytes.Equal(before, copied) || !bytes.Equal(before, after) {
 		return errors.New("a writer reset the log or rewrote the database during the copy")
 	}
 	return nil
