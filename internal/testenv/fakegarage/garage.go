@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -506,6 +507,16 @@ var (
 	bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 )
 
+// validBucketName is Garage's own test of a bucket name (v2.0.0,
+// is_valid_bucket_name, punycode not allowed, as by default): S3's
+// characters, not an IP address, no label opening with xn--, not ending in
+// -s3alias. Empty labels (..) are refused too, as S3 does.
+func validBucketName(name string) bool {
+	return bucketName.MatchString(name) && !strings.Contains(name, "..") &&
+		net.ParseIP(name) == nil && !strings.HasPrefix(name, "xn--") && !strings.Contains(name, ".xn--") &&
+		!strings.HasSuffix(name, "-s3alias")
+}
+
 func (g *Garage) listKeys() answer {
 	items := make([]map[string]any, 0, len(g.keys))
 	for _, k := range g.sortedKeys() {
@@ -671,7 +682,7 @@ func (g *Garage) createBucket(alias *string) answer {
 	a := ""
 	if alias != nil {
 		a = *alias
-		if !bucketName.MatchString(a) || strings.Contains(a, "..") {
+		if !validBucketName(a) {
 			return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: %s: Invalid bucket name", a)
 		}
 		if g.byAlias(a) != nil {

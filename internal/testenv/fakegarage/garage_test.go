@@ -172,9 +172,11 @@ func TestStateFollowsGarage(t *testing.T) {
 	if status != http.StatusConflict {
 		t.Errorf("CreateBucket on a taken alias: %d, want 409", status)
 	}
-	status, _ = call(t, g, "POST", "/v2/CreateBucket", tok, `{"globalAlias":"Not_A_Bucket"}`)
-	if status != http.StatusBadRequest {
-		t.Errorf("CreateBucket with an invalid name: %d, want 400", status)
+	refusedNames := []string{"Not_A_Bucket", "10.0.0.1", "xn--abc", "a.xn--b", "media-s3alias", "a..b"}
+	for _, name := range refusedNames {
+		if status, _ = call(t, g, "POST", "/v2/CreateBucket", tok, `{"globalAlias":"`+name+`"}`); status != http.StatusBadRequest {
+			t.Errorf("CreateBucket named %s: %d, want 400 as Garage answers", name, status)
+		}
 	}
 
 	bucketID := b["id"].(string)
@@ -212,7 +214,7 @@ func TestStateFollowsGarage(t *testing.T) {
 		}
 	}
 
-	if g.Writes() == 0 || g.Requests("CreateBucket") != 3 {
+	if g.Writes() == 0 || g.Requests("CreateBucket") != 2+len(refusedNames) {
 		t.Errorf("counts: writes %d, CreateBucket %d", g.Writes(), g.Requests("CreateBucket"))
 	}
 	g.Rebuild()
