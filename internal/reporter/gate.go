@@ -10,6 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
+	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 )
 
 // maxReleasesBody bounds the gate's answer: 1,000 Applications with their
@@ -38,17 +41,29 @@ type releases struct {
 	} `json:"applications"`
 }
 
+// releasesSchema is the gate's published shape of GET /releases.
+var releasesSchema = jsondoc.MustCompile(releasegate.ReleasesSchema)
+
 // DecodeReleases reads the gate's GET /releases answer into what the Reporter
 // needs: every Application's warmup, keyed "<namespace>/<application>". An
-// answer that is not that shape is an error, never a guess.
+// answer that is not that shape is an error, never a guess: it is held to
+// the gate's JSON Schema (exact keys, every key present) before the part the
+// Reporter reads is taken from it.
 func DecodeReleases(r io.Reader) (map[string]Warmup, error) {
-	dec := json.NewDecoder(r)
-	var doc releases
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("the gate's releases are not JSON of the expected shape: %w", err)
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read the gate's releases: %w", err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("the gate's releases hold more than one JSON value")
+	parsed, err := jsondoc.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the gate's releases are not one JSON document: %s", jsondoc.OneLine(err))
+	}
+	if err := releasesSchema.Validate(parsed); err != nil {
+		return nil, fmt.Errorf("the gate's releases are not of the gate's shape: %s", jsondoc.OneLine(err))
+	}
+	var doc releases
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("the gate's releases are not JSON of the expected shape: %w", err)
 	}
 	if doc.Applications == nil {
 		return nil, errors.New("the gate's releases have no applications list")

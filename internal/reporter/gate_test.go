@@ -39,6 +39,10 @@ func TestDecodeReleases(t *testing.T) {
 		"failed, no status": `{"applications":[{"namespace":"a","application":"b","record":{"warmup":{"revision":"` + revA + `","failed":{"request":"x"}}}}]}`,
 		"status 600":        `{"applications":[{"namespace":"a","application":"b","record":{"warmup":{"revision":"` + revA + `","failed":{"request":"x","status":600}}}}]}`,
 		"no namespace":      `{"applications":[{"application":"b"}]}`,
+		// Held to the gate's schema: exact keys, none unknown.
+		"a key in another case":  strings.Replace(releasesAnswer, `"applications"`, `"APPLICATIONS"`, 1),
+		"an unknown key":         strings.Replace(releasesAnswer, `{`, `{"x":1,`, 1),
+		"a warmup's unknown key": strings.Replace(releasesAnswer, `"warmed":true`, `"warmed":true,"bogus":1`, 1),
 	} {
 		if _, err := DecodeReleases(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: accepted", name)
