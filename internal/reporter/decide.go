@@ -2,6 +2,7 @@ package reporter
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -164,7 +165,7 @@ func stage(in Input) (Status, bool) {
 	fluxFailed := in.Unit.Ready.Status == "False" && in.Unit.Ready.Reason != dependencyNotReady &&
 		RevisionDigest(in.Unit.AttemptedRevision) == in.Pin
 	failedToApply := Status{State: StateFailure, Description: fmt.Sprintf("Flux could not apply %s %s: %s: %s",
-		in.Project, in.Version, in.Unit.Ready.Reason, oneLine(in.Unit.Ready.Message))}
+		in.Project, in.Version, in.Unit.Ready.Reason, withoutElapsed(oneLine(in.Unit.Ready.Message)))}
 	if !in.Applied() {
 		if fluxFailed {
 			return failedToApply, true
@@ -283,3 +284,11 @@ func clipDescription(s string) string {
 
 // oneLine folds a message from the cluster onto one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// elapsed is the time Flux says it waited ("health check failed after
+// 5m0.0047s: ..."), which differs on every retry of the same failure.
+var elapsed = regexp.MustCompile(` after (\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+:`)
+
+// withoutElapsed drops that time, so a failure Flux retries reads the same
+// and the Deployment is not written again while its stage has not moved.
+func withoutElapsed(message string) string { return elapsed.ReplaceAllString(message, ":") }

@@ -77,6 +77,12 @@ func TestDecide(t *testing.T) {
 			i.Unit = applied("False")
 			i.Unit.Ready.Reason, i.Unit.Ready.Message = "HealthCheckFailed", "timeout waiting for: [Deployment/auth-system/auth-api status: 'InProgress']"
 		}), StateFailure, "Flux could not apply auth 1.4.0: HealthCheckFailed: timeout waiting for: [Deployment/auth-system/auth-api status: 'InProgress']"},
+		{"Flux retrying the same failure: the time it waited is no new stage", in(func(i *Input) {
+			i.Unit = applied("False")
+			i.Unit.Ready.Reason, i.Unit.Ready.Message = "HealthCheckFailed", "health check failed after 5m0.012345678s: timeout waiting for: [Deployment/auth-system/auth-api status: 'InProgress']"
+			i.Latest = &Status{State: StateFailure, EnvironmentURL: i.RolloutURL, Description: clipDescription(
+				"Flux could not apply auth 1.4.0: HealthCheckFailed: health check failed: timeout waiting for: [Deployment/auth-system/auth-api status: 'InProgress']")}
+		}), "", ""},
 		// No blue-green member.
 		{"applied and ready, no member: success", in(func(i *Input) { i.Unit = applied("True") }),
 			StateSuccess, "auth 1.4.0 applied by Flux and ready"},
