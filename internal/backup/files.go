@@ -201,7 +201,7 @@ func (a *archiver) regularFile(ctx context.Context, rel string) error {
 // body writes hdr and exactly hdr.Size bytes of r. A file that shrank while
 // read is padded with zeros and logged, as GNU tar does, so one busy file
 // does not cost the whole volume its backup; one that grew is cut at the
-// size the header promised.
+// size the header promised, and logged too.
 func (a *archiver) body(hdr *tar.Header, r io.Reader, rel string) error {
 	if err := a.header(hdr); err != nil {
 		return err
@@ -209,6 +209,11 @@ func (a *archiver) body(hdr *tar.Header, r io.Reader, rel string) error {
 	n, err := io.CopyBuffer(a.tw, io.LimitReader(r, hdr.Size), a.buf)
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", rel, err)
+	}
+	if n == hdr.Size {
+		if more, _ := r.Read(make([]byte, 1)); more > 0 {
+			a.logger.Warn("a file grew while it was read; cut at the size it had when listed", "path", rel, "size", hdr.Size)
+		}
 	}
 	if n < hdr.Size {
 		a.logger.Warn("a file shrank while it was read; padded with zeros", "path", rel, "expected", hdr.Size, "read", n)

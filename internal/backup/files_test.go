@@ -334,6 +334,28 @@ func TestFilesShrunkFileIsPadded(t *testing.T) {
 	}
 }
 
+func TestFilesGrownFileIsCutAndLogged(t *testing.T) {
+	var logs, archive bytes.Buffer
+	a := &archiver{logger: slog.New(slog.NewJSONHandler(&logs, nil)), tw: tar.NewWriter(&archive), buf: make([]byte, 16)}
+	hdr := &tar.Header{Name: "log", Mode: 0o600, Size: 10, Typeflag: tar.TypeReg}
+	if err := a.body(hdr, strings.NewReader("ten bytes.and more written since"), "log"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "grew") {
+		t.Fatal("the grown file was not logged: ", logs.String())
+	}
+	tr := tar.NewReader(&archive)
+	if _, err := tr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(tr); string(b) != "ten bytes." {
+		t.Fatalf("archived %q", b)
+	}
+}
+
 // A copy counts as one moment's only when the source reads the same before
 // and after it and the copy carries that too.
 func TestSameAcrossCopy(t *testing.T) {
