@@ -77,16 +77,28 @@ func (c *conditional) RoundTrip(req *http.Request) (*http.Response, error) {
 		}, nil
 	case resp.StatusCode == http.StatusOK && resp.Header.Get("ETag") != "" && resp.ContentLength <= maxCachedBody:
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxCachedBody+1))
-		_ = resp.Body.Close()
 		if err != nil {
+			_ = resp.Body.Close()
 			return nil, err
 		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		if len(body) <= maxCachedBody {
-			c.keep(key, cached{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body})
+		if len(body) > maxCachedBody {
+			// A body of unknown length (chunked, or unzipped by the
+			// transport) turned out too large to keep: the caller still
+			// gets all of it, the part read and the rest unread.
+			resp.Body = readThenClose{Reader: io.MultiReader(bytes.NewReader(body), resp.Body), Closer: resp.Body}
+			return resp, nil
 		}
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		c.keep(key, cached{etag: resp.Header.Get("ETag"), header: resp.Header.Clone(), body: body})
 	}
 	return resp, nil
+}
+
+// readThenClose reads from Reader and closes Closer.
+type readThenClose struct {
+	io.Reader
+	io.Closer
 }
 
 func (c *conditional) keep(key string, entry cached) {

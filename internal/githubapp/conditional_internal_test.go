@@ -59,3 +59,33 @@ func mustURL(s string) *url.URL {
 	}
 	return u
 }
+
+// largeServer answers every GET with a body of unknown length larger than the
+// cache keeps, as a chunked or gzip-unzipped reply arrives.
+type largeServer struct{ body string }
+
+func (s largeServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	h := http.Header{}
+	h.Set("ETag", `"big"`)
+	return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader(s.body)), ContentLength: -1, Request: r}, nil
+}
+
+// A body of unknown length too large to keep reaches the caller whole, and
+// is not kept.
+func TestConditionalPassesALargeBodyWhole(t *testing.T) {
+	body := strings.Repeat("0123456789abcdef", maxCachedBody/16+1024)
+	c := newConditional(largeServer{body: body})
+	req, _ := http.NewRequest(http.MethodGet, "https://api.example/big", nil)
+	resp, err := c.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || len(got) != len(body) || string(got) != body {
+		t.Fatalf("read %d of %d bytes: %v", len(got), len(body), err)
+	}
+	if len(c.entries) != 0 {
+		t.Fatal("a body over the cache's bound was kept")
+	}
+}
