@@ -3,7 +3,9 @@ package collector
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -105,8 +107,14 @@ func Decode(data []byte) (Snapshot, error) {
 // as JSON would carry them, so the schema judges the text.
 func decodeYAML(data []byte) (*yaml.Node, any, error) {
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
+	}
+	// A second document would be dropped unseen by the next write.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, nil, errors.New("not one YAML document: something follows the snapshot")
 	}
 	if len(root.Content) == 0 {
 		return &root, nil, nil
