@@ -49,7 +49,7 @@ func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error
 		path:     s.String("ESTATE_PATH", "cluster-state.yml"),
 		branch:   s.String("ESTATE_BRANCH", ""),
 		interval: s.Duration("INTERVAL", 10*time.Minute),
-		addr:     s.String("ADDR", ":8080"),
+		addr:     s.Address("ADDR", ":8080"),
 	}
 	repo := s.Required("ESTATE_REPOSITORY")
 	if err := s.Err(); err != nil {

@@ -114,6 +114,7 @@ func TestBadConfigurationStopsWithOneLineNamingIt(t *testing.T) {
 		{map[string]string{"ESTATE_REPOSITORY": ""}, "ESTATE_REPOSITORY"},
 		{map[string]string{"ESTATE_REPOSITORY": "estate"}, "ESTATE_REPOSITORY"},
 		{map[string]string{"INTERVAL": "often"}, "INTERVAL"},
+		{map[string]string{"ADDR": "nonsense"}, "ADDR"},
 		{map[string]string{"GITHUB_APP_ID": "x"}, "GITHUB_APP_ID"},
 		{map[string]string{"GITHUB_APP_INSTALLATION_ID": ""}, "GITHUB_APP_INSTALLATION_ID"},
 		{map[string]string{"GITHUB_APP_PRIVATE_KEY": ""}, "GITHUB_APP_PRIVATE_KEY"},

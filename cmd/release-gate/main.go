@@ -43,7 +43,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 	defer stop()
 	logger := slog.New(slog.NewJSONHandler(logOut, nil))
 	env := settings.New(getenv)
-	addr := env.String("ADDR", ":8080")
+	addr := env.Address("ADDR", ":8080")
 	flagger := releasegate.FlaggerIdentity{
 		Namespace:      env.String("FLAGGER_NAMESPACE", "delivery-system"),
 		Selector:       env.String("FLAGGER_SELECTOR", "app.kubernetes.io/instance=flagger"),

@@ -50,7 +50,7 @@ func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error
 	cfg := config{
 		namespace: s.String("FLUX_NAMESPACE", "flux-system"),
 		interval:  s.Duration("INTERVAL", 30*time.Second),
-		addr:      s.String("ADDR", ":8080"),
+		addr:      s.Address("ADDR", ":8080"),
 		gateURL:   s.String("GATE_URL", DefaultGateURL),
 	}
 	if err := s.Err(); err != nil {

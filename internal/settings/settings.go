@@ -5,6 +5,7 @@ package settings
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,24 @@ func (r *Reader) String(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// Address is a listen address, host:port with a port from 0 to 65535 and
+// the host optional (":8080"), or def when unset: a wrong one stops the
+// binary at start, not when it first listens.
+func (r *Reader) Address(name, def string) string {
+	v := r.String(name, def)
+	_, port, err := net.SplitHostPort(v)
+	if err == nil {
+		if n, perr := strconv.ParseUint(port, 10, 16); perr != nil || strconv.FormatUint(n, 10) != port {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		r.fail(name, "%q is not a listen address such as :8080 or 127.0.0.1:8080", v)
+		return def
+	}
+	return v
 }
 
 // Required is the variable's value; an unset or empty one is an error.

@@ -11,8 +11,11 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func TestReader(t *testing.T) {
 	r := settings.New(env(map[string]string{"ADDR": " :9090 ", "INTERVAL": "30s", "RETAIN": "14", "APP_ID": "12345"}))
-	if got := r.String("ADDR", ":8080"); got != ":9090" {
+	if got := r.Address("ADDR", ":8080"); got != ":9090" {
 		t.Errorf("ADDR = %q", got)
+	}
+	if got := r.Address("METRICS_ADDR", "127.0.0.1:0"); got != "127.0.0.1:0" {
+		t.Errorf("default address = %q", got)
 	}
 	if got := r.String("GATE_NAMESPACE", "delivery-system"); got != "delivery-system" {
 		t.Errorf("default = %q", got)
@@ -48,6 +51,9 @@ func TestReaderErrorsNameTheFirstVariable(t *testing.T) {
 		{"missing retain", nil, func(r *settings.Reader) { r.PositiveInt("BACKUP_RETAIN", 0) }, "BACKUP_RETAIN: required but not set"},
 		{"bad id", map[string]string{"GITHUB_APP_ID": "x1"}, func(r *settings.Reader) { r.Int64("GITHUB_APP_ID") }, `GITHUB_APP_ID: "x1" is not a positive whole number`},
 		{"missing id", nil, func(r *settings.Reader) { r.Int64("GITHUB_APP_ID") }, "GITHUB_APP_ID: required but not set"},
+		{"address without a port", map[string]string{"ADDR": "nonsense"}, func(r *settings.Reader) { r.Address("ADDR", ":8080") }, `ADDR: "nonsense" is not a listen address such as :8080 or 127.0.0.1:8080`},
+		{"address with a port too large", map[string]string{"ADDR": ":65536"}, func(r *settings.Reader) { r.Address("ADDR", ":8080") }, `ADDR: ":65536" is not a listen address such as :8080 or 127.0.0.1:8080`},
+		{"address with a named port", map[string]string{"ADDR": ":http"}, func(r *settings.Reader) { r.Address("ADDR", ":8080") }, `ADDR: ":http" is not a listen address such as :8080 or 127.0.0.1:8080`},
 		{"first wins", nil, func(r *settings.Reader) { r.Required("A"); r.Required("B") }, "A: required but not set"},
 	}
 	for _, tc := range cases {
