@@ -107,7 +107,9 @@ func ParseName(name string) (Generation, error) {
 // Prune decides which of the claim's file names to delete after a run of
 // method: its scheduled generations beyond the newest retain, and its
 // Rollback copies older than RollbackKeep at now. Names of other methods,
-// temporary names and anything else are never chosen. The result is sorted.
+// temporary names and anything else are never chosen, nor is a generation
+// stamped after now: a clock that ran ahead wrote it, and ranked it would
+// push out the generation this run just wrote. The result is sorted.
 func Prune(names []string, method string, retain int, now time.Time) []string {
 	var scheduled []Generation
 	byGen := map[Generation]string{}
@@ -118,6 +120,9 @@ func Prune(names []string, method string, retain int, now time.Time) []string {
 			continue
 		}
 		byGen[g] = name
+		if g.Time.After(now) {
+			continue
+		}
 		if g.Request != "" {
 			if now.Sub(g.Time) > RollbackKeep {
 				doomed = append(doomed, name)
