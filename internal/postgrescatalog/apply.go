@@ -136,7 +136,7 @@ func (a *Applier) applyDatabase(ctx context.Context, main *pgx.Conn, p Project) 
 	}()
 	if len(roles) == 0 && create == nil && len(rest) == 0 {
 		if conn, err = a.Connect(ctx, p.Database); err != nil {
-			return 0, at(StepRead, err)
+			return 0, at(StepConnect, err)
 		}
 		in, err := readInside(ctx, conn, p)
 		if err != nil {
@@ -148,7 +148,7 @@ func (a *Applier) applyDatabase(ctx context.Context, main *pgx.Conn, p Project) 
 	}
 
 	if err := a.lock(ctx, main); err != nil {
-		return 0, at(StepRead, err)
+		return 0, at(StepLock, err)
 	}
 	issued := 0
 	// Read again under the lock: another run may have applied meanwhile.
@@ -173,7 +173,7 @@ func (a *Applier) applyDatabase(ctx context.Context, main *pgx.Conn, p Project) 
 	}
 	if conn == nil {
 		if conn, err = a.Connect(ctx, p.Database); err != nil {
-			return issued, at(StepRead, err)
+			return issued, at(StepConnect, err)
 		}
 	}
 	n, err := inTransaction(ctx, conn, func(tx pgx.Tx) (int, error) {
@@ -218,7 +218,7 @@ func (a *Applier) lock(ctx context.Context, main *pgx.Conn) error {
 func inTransaction(ctx context.Context, conn *pgx.Conn, body func(pgx.Tx) (int, error)) (int, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return 0, at(StepRead, err)
+		return 0, at(StepBegin, err)
 	}
 	n, err := body(tx)
 	if err != nil {

@@ -231,6 +231,21 @@ func TestSuperuserOwnedDatabaseFailsTheRun(t *testing.T) {
 	}
 }
 
+// A database the job cannot sign in to fails the run at that database, in
+// the connect step; the databases before it stay applied.
+func TestADatabaseRefusingConnectionsFailsAtConnect(t *testing.T) {
+	f := newFixture(t)
+	f.pg.Psql(t, "postgres", `CREATE ROLE "agents-owner"; CREATE ROLE "agents-data"; CREATE DATABASE agents_db OWNER "agents-owner" ALLOW_CONNECTIONS false`)
+	_, _, _, err := f.apply(t, f.catalog("auth", "agents"))
+	step, ok := errors.AsType[*StepError](err)
+	if !ok || step.Database != "agents_db" || step.Step != StepConnect {
+		t.Fatalf("error %v, want agents_db failing to connect", err)
+	}
+	if got := f.psqlOne(t, "postgres", `SELECT r.rolname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE datname = 'auth_db'`); got != "auth-owner" {
+		t.Errorf("auth_db after the failed run is owned by %q", got)
+	}
+}
+
 // A role that would hand over more than the adopted database is refused:
 // REASSIGN OWNED moves every database the role owns.
 func TestAdoptionRefusesARoleOwningAnotherDatabase(t *testing.T) {

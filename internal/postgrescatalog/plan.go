@@ -14,7 +14,10 @@ type Step string
 
 // The steps of one Project's apply.
 const (
+	StepConnect  Step = "connect"
 	StepRead     Step = "read"
+	StepLock     Step = "lock"
+	StepBegin    Step = "begin"
 	StepRoles    Step = "roles"
 	StepDatabase Step = "create database"
 	StepAdopt    Step = "adopt"
