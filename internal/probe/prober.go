@@ -23,6 +23,10 @@ const (
 	// DefaultConcurrency bounds the requests in flight for one question; it
 	// lets one iteration's 3 rounds over 10 paths run at once.
 	DefaultConcurrency = 32
+	// DefaultBudget is how long one iteration's own traffic may take in
+	// all, inside the gate's 5 s answer: a copy that answers none of many
+	// paths runs out of it before every wave of requests was made.
+	DefaultBudget = 4 * time.Second
 	// Rounds is how many times each path is requested per iteration.
 	Rounds = 3
 	// MaxPaths bounds the distinct paths one member may hand the gate.
@@ -46,6 +50,15 @@ func WithRequestTimeout(d time.Duration) Option {
 	return func(p *Prober) {
 		if d > 0 {
 			p.timeout = d
+		}
+	}
+}
+
+// WithBudget replaces DefaultBudget.
+func WithBudget(d time.Duration) Option {
+	return func(p *Prober) {
+		if d > 0 {
+			p.budget = d
 		}
 	}
 }
@@ -74,6 +87,7 @@ func WithDial(dial DialFunc) Option {
 // question; it is safe for concurrent use.
 type Prober struct {
 	timeout     time.Duration
+	budget      time.Duration
 	concurrency int
 	dial        DialFunc
 	client      *http.Client
@@ -81,7 +95,7 @@ type Prober struct {
 
 // New returns a Prober with the production settings unless opts say otherwise.
 func New(opts ...Option) *Prober {
-	p := &Prober{timeout: DefaultRequestTimeout, concurrency: DefaultConcurrency}
+	p := &Prober{timeout: DefaultRequestTimeout, budget: DefaultBudget, concurrency: DefaultConcurrency}
 	for _, o := range opts {
 		o(p)
 	}

@@ -118,6 +118,9 @@ func TestProductionSettings(t *testing.T) {
 	if p.concurrency != DefaultConcurrency || Rounds != 3 {
 		t.Errorf("concurrency %d, rounds %d", p.concurrency, Rounds)
 	}
+	if p.budget != DefaultBudget || DefaultBudget >= 5*time.Second {
+		t.Errorf("budget %v, want DefaultBudget inside the gate's 5 s answer", p.budget)
+	}
 	tr := p.client.Transport.(*http.Transport)
 	if tr.Proxy != nil {
 		t.Error("the transport reads a proxy")
@@ -129,8 +132,8 @@ func TestProductionSettings(t *testing.T) {
 		t.Errorf("keep-alive off or too few idle connections: %d", tr.MaxIdleConnsPerHost)
 	}
 	// Options that say nothing leave the production values.
-	q := New(WithRequestTimeout(0), WithConcurrency(0), WithDial(nil))
-	if q.timeout != DefaultRequestTimeout || q.concurrency != DefaultConcurrency || q.dial == nil {
+	q := New(WithRequestTimeout(0), WithConcurrency(0), WithDial(nil), WithBudget(0))
+	if q.timeout != DefaultRequestTimeout || q.concurrency != DefaultConcurrency || q.dial == nil || q.budget != DefaultBudget {
 		t.Errorf("empty options changed the prober: %v %d", q.timeout, q.concurrency)
 	}
 }
@@ -261,6 +264,35 @@ func TestOwnTrafficFailsWithoutAnAnswerInTime(t *testing.T) {
 	}
 	if len(traffic.Failures) != 3 || traffic.Failures[0].String() != "/slow: no answer within 100ms" {
 		t.Errorf("failures %v", traffic.Failures)
+	}
+}
+
+// A copy that answers none of more paths than fit in the budget's waves
+// gets figures, not an error: the requests the budget cut count as
+// unanswered, made or not.
+func TestOwnTrafficCutByItsBudgetCountsTheRestUnanswered(t *testing.T) {
+	m := newMember(t, slowHandler(2*time.Second))
+	paths := []string{"/a", "/b", "/c", "/d"}
+	p := m.prober(WithRequestTimeout(100*time.Millisecond), WithConcurrency(2), WithBudget(250*time.Millisecond))
+	start := time.Now()
+	traffic, err := p.OwnTraffic(t.Context(), m.base(t), paths)
+	if err != nil {
+		t.Fatalf("a budget that ran out is the copy's doing, not an error: %v", err)
+	}
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("took %v, past the budget", elapsed)
+	}
+	if traffic.Requests != 12 || traffic.Failed != 12 || traffic.Answered != 0 {
+		t.Errorf("traffic %+v, want all 12 requests unanswered", traffic)
+	}
+	if last := traffic.Failures[len(traffic.Failures)-1]; last.Cause == "" {
+		t.Errorf("a cut request names no cause: %+v", last)
+	}
+	// The asker leaving is still an error: the figures would be partial.
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := p.OwnTraffic(gone, m.base(t), paths); err == nil {
+		t.Fatal("traffic for an asker that left returned figures")
 	}
 }
 

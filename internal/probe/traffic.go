@@ -40,9 +40,11 @@ func (t Traffic) FailedShare() float64 {
 // once per round. A path that CheckPath refuses, a base that is not an http
 // origin or more than MaxPaths paths are an error before any request; so is
 // ctx ending before every request was made or answered, since the asker has
-// gone and the figures are partial. With no path nothing is requested and
-// Judge says no; a member the Canary hands no path is the caller's to hold
-// to its pods alone.
+// gone and the figures are partial. The Prober's budget ending first is the
+// copy's doing: the requests it cut, made or not, count as unanswered, and
+// the figures say so. With no path nothing is requested and Judge says no;
+// a member the Canary hands no path is the caller's to hold to its pods
+// alone.
 func (p *Prober) OwnTraffic(ctx context.Context, base string, paths []string) (Traffic, error) {
 	origin, err := checkBase(base)
 	if err != nil {
@@ -52,21 +54,25 @@ func (p *Prober) OwnTraffic(ctx context.Context, base string, paths []string) (T
 	if err != nil {
 		return Traffic{}, err
 	}
+	run, cancel := context.WithTimeout(ctx, p.budget)
+	defer cancel()
 	answers := make([]Answer, Rounds*len(distinct))
+	for i := range answers {
+		answers[i] = Answer{Path: distinct[i%len(distinct)], Cause: "not requested within the budget of " + p.budget.String()}
+	}
 	slots := make(chan struct{}, p.concurrency)
 	var wg sync.WaitGroup
 dispatch:
 	for i := range answers {
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
+		case <-run.Done():
 			break dispatch
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			path := distinct[i%len(distinct)]
-			a := get(ctx, p.client, p.timeout, origin.String()+path)
-			a.Path = path
+			a := get(run, p.client, p.timeout, origin.String()+answers[i].Path)
+			a.Path = answers[i].Path
 			answers[i] = a
 		})
 	}
