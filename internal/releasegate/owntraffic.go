@@ -44,8 +44,14 @@ func CanaryPaths(c Canary) ([]string, error) {
 		return nil, nil
 	}
 	var paths []string
-	if err := json.Unmarshal([]byte(raw), &paths); err != nil {
-		return nil, fmt.Errorf("Canary %s: metadata %s is not a JSON array of paths: %s", c.Name, MetadataPaths, jsondoc.OneLine(err))
+	if err := json.Unmarshal([]byte(raw), &paths); err != nil || paths == nil {
+		// null decodes to no list at all, which would skip the check
+		// rather than refuse the metadata.
+		cause := "null"
+		if err != nil {
+			cause = jsondoc.OneLine(err)
+		}
+		return nil, fmt.Errorf("Canary %s: metadata %s is not a JSON array of paths: %s", c.Name, MetadataPaths, cause)
 	}
 	if len(paths) > probe.MaxPaths {
 		return nil, fmt.Errorf("Canary %s hands %d paths, more than %d", c.Name, len(paths), probe.MaxPaths)

@@ -108,6 +108,8 @@ func TestPlanTraffic(t *testing.T) {
 			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "readiness"},
 		{name: "paths that are not a JSON array cannot be answered",
 			in: withThresholds, canary: func() Canary { return pathsCanary(`"/"`) }, pods: readyPods, outcome: Unanswerable, reason: "not a JSON array"},
+		{name: "paths given as null cannot be answered either",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`null`) }, pods: readyPods, outcome: Unanswerable, reason: "not a JSON array of paths: null"},
 		{name: "webhooks that hand two lists cannot be answered",
 			in: withThresholds, canary: func() Canary {
 				c := pathsCanary(`["/"]`)
