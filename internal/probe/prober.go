@@ -29,7 +29,8 @@ const (
 	DefaultBudget = 4 * time.Second
 	// Rounds is how many times each path is requested per iteration.
 	Rounds = 3
-	// MaxPaths bounds the distinct paths one member may hand the gate.
+	// MaxPaths bounds the distinct paths one member's Canary may hand the
+	// gate; its readiness path is requested on top of them.
 	MaxPaths = 64
 	// MaxFailures is how many failed requests a Traffic keeps to name.
 	MaxFailures = 5
@@ -165,8 +166,9 @@ func distinctPaths(paths []string) ([]string, error) {
 			out = append(out, p)
 		}
 	}
-	if len(out) > MaxPaths {
-		return nil, fmt.Errorf("%d paths, more than %d", len(out), MaxPaths)
+	// The member's readiness path comes on top of what its Canary hands.
+	if len(out) > MaxPaths+1 {
+		return nil, fmt.Errorf("%d paths, more than %d", len(out), MaxPaths+1)
 	}
 	return out, nil
 }

@@ -395,12 +395,13 @@ func TestOwnTrafficRefusesHostilePathsBeforeAnyRequest(t *testing.T) {
 			t.Errorf("Protected accepted base %q", base)
 		}
 	}
-	tooMany := make([]string, MaxPaths+1)
+	// A Canary's MaxPaths and the readiness path are the most one question asks.
+	tooMany := make([]string, MaxPaths+2)
 	for i := range tooMany {
 		tooMany[i] = "/p" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
 	}
 	if _, err := p.OwnTraffic(t.Context(), m.base(t), tooMany); err == nil {
-		t.Error("OwnTraffic accepted more than MaxPaths paths")
+		t.Error("OwnTraffic accepted more than MaxPaths+1 paths")
 	}
 	if n := m.total(); n != 0 {
 		t.Errorf("%d requests reached the member", n)

@@ -38,7 +38,7 @@ func (t Traffic) FailedShare() float64 {
 // Rounds times over, with at most the Prober's concurrency in flight, and
 // sums up what the requests met. Paths repeated in the list are requested
 // once per round. A path that CheckPath refuses, a base that is not an http
-// origin or more than MaxPaths paths are an error before any request; so is
+// origin or more than MaxPaths+1 paths are an error before any request; so is
 // ctx ending before every request was made or answered, since the asker has
 // gone and the figures are partial. The Prober's budget ending first is the
 // copy's doing: the requests it cut, made or not, count as unanswered, and
