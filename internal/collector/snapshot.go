@@ -86,7 +86,11 @@ func Decode(data []byte) (Snapshot, error) {
 		return Snapshot{}, &RefusedError{Reason: err.Error()}
 	}
 	if m, ok := doc.(map[string]any); ok {
-		delete(m, legacyBackups)
+		// Only the list it was: a backups key of any other shape is not an
+		// older snapshot's, and the schema refuses it.
+		if _, isList := m[legacyBackups].([]any); isList {
+			delete(m, legacyBackups)
+		}
 	}
 	if err := Validate(doc); err != nil {
 		return Snapshot{}, err

@@ -100,6 +100,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"empty", "", "want object"},
 		{"a list", "- a\n", "want object"},
 		{"another kind", strings.Replace(valid, "ClusterState", "Cluster", 1) + "bindings: []\nplacements: []\n", "kind"},
+		{"a backups key that is not the older list", valid + "bindings: []\nplacements: []\nbackups: 5\n", "backups"},
 		{"a second document", valid + "bindings: []\nplacements: []\n---\nkind: Something\n", "not one YAML document"},
 	}
 	for _, tc := range cases {
