@@ -97,6 +97,15 @@ func TestGateThatExits(t *testing.T) {
 	if err := g.waitReady(context.Background()); err == nil || !strings.Contains(err.Error(), "bad setting") {
 		t.Fatalf("waitReady on an exited gate: %v", err)
 	}
+	// Starting a gate that exits stops it next; that must not wait forever.
+	g.cancel = func() {}
+	stopped := make(chan struct{})
+	go func() { g.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop waited forever on a gate that had already exited")
+	}
 }
 
 func TestIndentJSON(t *testing.T) {

@@ -142,6 +142,7 @@ func (g *gateProcess) waitReady(ctx context.Context) error {
 		}
 		select {
 		case err := <-g.exited:
+			g.exited <- err // for stop, which waits on it too
 			return fmt.Errorf("the release gate exited (%w):\n%s", err, g.logs.String())
 		case <-ctx.Done():
 			return ctx.Err()
