@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # postgresql: the backup and catalog tests start a throwaway server.
 # rabbitmq-server: the backup test starts a broker with its management API.
 # sqlite3, age: the standard tools a restore is checked with.
-PACKAGES=(postgresql rabbitmq-server sqlite3 age)
+# gcc, libc6-dev: go test -race needs cgo and a C toolchain.
+PACKAGES=(postgresql rabbitmq-server sqlite3 age gcc libc6-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -17,8 +18,12 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "[test-deps] installing ${missing[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >&2
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+	as_root=()
+	if [ "$(id -u)" -ne 0 ]; then
+		as_root=(sudo --preserve-env=DEBIAN_FRONTEND)
+	fi
+	"${as_root[@]}" apt-get update -qq >&2
+	"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
 for what in envtest vault minio; do
