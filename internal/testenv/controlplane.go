@@ -175,7 +175,10 @@ func Start(ctx context.Context) (*ControlPlane, error) {
 	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
+		// envtest can fail after etcd and the API server are up (waiting for
+		// the default namespace, installing the CRDs): stop what it started,
+		// or both outlive the test binary with their ports.
+		return nil, errors.Join(fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err), env.Stop())
 	}
 	cp := &ControlPlane{Config: cfg, env: env}
 	if cp.Kube, err = kubernetes.NewForConfig(cfg); err == nil {
