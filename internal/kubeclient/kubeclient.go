@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,7 +21,13 @@ import (
 func Config(getenv func(string) string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig := getenv("KUBECONFIG"); kubeconfig != "" {
+		// client-go skips files that are not there and, inside a pod, would
+		// quietly fall back to the pod's own ServiceAccount: a KUBECONFIG
+		// naming no file is a mistake to stop on.
 		rules.Precedence = filepath.SplitList(kubeconfig)
+		if !slices.ContainsFunc(rules.Precedence, func(path string) bool { _, err := os.Stat(path); return err == nil }) {
+			return nil, fmt.Errorf("KUBECONFIG: no file of %q exists", kubeconfig)
+		}
 	} else {
 		cfg, err := rest.InClusterConfig()
 		if err == nil {

@@ -50,6 +50,18 @@ func TestConfigNamesAMissingKubeconfig(t *testing.T) {
 	}
 }
 
+// Inside a pod too, a KUBECONFIG naming no file stops: it never falls back
+// to the pod's own ServiceAccount.
+func TestConfigNamesAMissingKubeconfigInACluster(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
+	missing := filepath.Join(t.TempDir(), "typo")
+	_, err := kubeclient.Config(func(k string) string { return map[string]string{"KUBECONFIG": missing}[k] })
+	if err == nil || !strings.HasPrefix(err.Error(), "KUBECONFIG") || !strings.Contains(err.Error(), "typo") {
+		t.Fatalf("Config = %v, want an error naming KUBECONFIG and its file", err)
+	}
+}
+
 // Outside a pod and with no KUBECONFIG, the home folder's config is read; an
 // empty home has none.
 func TestConfigOutsideAClusterWithNothingToRead(t *testing.T) {
