@@ -64,7 +64,9 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Routes != nil {
 		cfg.Routes(mux)
 	}
-	return logRequests(cfg.Logger, limitBody(cfg.MaxBodyBytes, mux))
+	// The bound wraps the server's own ResponseWriter, not the log's: only
+	// that one closes the connection after a body cut at the bound.
+	return limitBody(cfg.MaxBodyBytes, logRequests(cfg.Logger, mux))
 }
 
 // Serve answers on ln until ctx is done, then stops accepting, lets in-flight

@@ -128,6 +128,7 @@ func TestBodyLimit(t *testing.T) {
 			server.Answer(w, http.StatusForbidden, "not you")
 		})
 	}})
+	var closed bool
 	postTo := func(path string, body io.Reader, length int64) int {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, r.url+path, body)
 		req.ContentLength = length
@@ -136,6 +137,7 @@ func TestBodyLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		closed = resp.Close
 		return resp.StatusCode
 	}
 	post := func(body io.Reader, length int64) int { return postTo("/in", body, length) }
@@ -144,6 +146,9 @@ func TestBodyLimit(t *testing.T) {
 	}
 	if code := post(strings.NewReader(strings.Repeat("x", 17)), 17); code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a declared oversize body = %d, want 413", code)
+	}
+	if !closed {
+		t.Fatal("a 413 kept the connection open for the rest of the body")
 	}
 	// A chunked body declares no length: it is cut while being read.
 	if code := post(io.MultiReader(strings.NewReader(strings.Repeat("x", 64))), -1); code != http.StatusRequestEntityTooLarge {
