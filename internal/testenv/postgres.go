@@ -17,15 +17,33 @@ import (
 	"time"
 )
 
-// PostgresMajor is the PostgreSQL major version the tests run, Debian's.
-const PostgresMajor = "15"
+// postgresRoot is where Debian installs each PostgreSQL major version.
+const postgresRoot = "/usr/lib/postgresql"
 
 // DepsCommand installs the Debian packages the PostgreSQL and RabbitMQ test
 // servers run from; every failure to find them names it.
 const DepsCommand = "scripts/test-deps.sh (make test runs it)"
 
-// PostgresBinDir is where Debian installs the server and client programs.
-func PostgresBinDir() string { return "/usr/lib/postgresql/" + PostgresMajor + "/bin" }
+// PostgresBinDir is where Debian installs the server and client programs of
+// the newest PostgreSQL major installed: the postgresql package's, 15 on
+// Debian 12 and 17 on Debian 13. It is "" when none is.
+func PostgresBinDir() string {
+	entries, _ := os.ReadDir(postgresRoot)
+	newest := -1
+	for _, e := range entries {
+		major, err := strconv.Atoi(e.Name())
+		if err != nil || major <= newest {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(postgresRoot, e.Name(), "bin", "initdb")); err == nil {
+			newest = major
+		}
+	}
+	if newest < 0 {
+		return ""
+	}
+	return filepath.Join(postgresRoot, strconv.Itoa(newest), "bin")
+}
 
 // Postgres is a throwaway PostgreSQL server on 127.0.0.1, its superuser
 // logging in with a password over TCP.
@@ -59,9 +77,8 @@ func StartPostgres(t testing.TB) *Postgres {
 // StartPostgresServer starts a server outside a test (a TestMain or a
 // benchmark); the caller stops it.
 func StartPostgresServer(ctx context.Context) (*Postgres, error) {
-	initdb := filepath.Join(PostgresBinDir(), "initdb")
-	if _, err := os.Stat(initdb); err != nil {
-		return nil, fmt.Errorf("PostgreSQL %s is not installed (%s): install it with %s", PostgresMajor, initdb, DepsCommand)
+	if PostgresBinDir() == "" {
+		return nil, fmt.Errorf("PostgreSQL is not installed (no %s/<major>/bin/initdb): install it with %s", postgresRoot, DepsCommand)
 	}
 	dir, err := os.MkdirTemp("", "delivery-postgres-")
 	if err != nil {
