@@ -159,7 +159,7 @@ func promoteBoth(ctx context.Context, t *teller) error {
 	t.say("every primary running what its Deployment holds, records that %s serves, and warms it", tag(releaseRevision))
 	t.say("up. No public host reaches the demo's Application, so warmup is recorded without a request:")
 	t.awaitRecord(ctx, "the record says "+tag(releaseRevision)+" serves, warmed", func(r record) bool {
-		return r.Serving == releaseRevision && r.Warmup != nil && r.Warmup.Revision == releaseRevision
+		return r.Serving == releaseRevision && r.Warmup != nil && r.Warmup.Revision == releaseRevision && r.Warmup.Warmed
 	})
 	t.releases(ctx, func(r record) bool { return r.Serving == releaseRevision })
 	return nil
