@@ -3,11 +3,9 @@ package reporter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -19,13 +17,12 @@ import (
 // members and records fit in a few hundred KiB.
 const maxReleasesBody = 8 << 20
 
-var revisionPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
-
 // releases is the part of the Release Gate's GET /releases answer the
-// Reporter reads (the gate's releases.schema.json is the whole shape): each
-// Application's warmup record. Other keys are the gate's and are ignored.
+// Reporter reads, once the gate's releases.schema.json has held the whole
+// answer to its shape (every key present, revisions and statuses in range):
+// each Application's warmup record.
 type releases struct {
-	Applications *[]struct {
+	Applications []struct {
 		Namespace   string `json:"namespace"`
 		Application string `json:"application"`
 		Record      *struct {
@@ -34,7 +31,7 @@ type releases struct {
 				Warmed   bool   `json:"warmed"`
 				Failed   *struct {
 					Request string `json:"request"`
-					Status  *int   `json:"status"`
+					Status  int    `json:"status"`
 				} `json:"failed"`
 			} `json:"warmup"`
 		} `json:"record"`
@@ -65,27 +62,20 @@ func DecodeReleases(r io.Reader) (map[string]Warmup, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("the gate's releases are not JSON of the expected shape: %w", err)
 	}
-	if doc.Applications == nil {
-		return nil, errors.New("the gate's releases have no applications list")
-	}
-	out := make(map[string]Warmup, len(*doc.Applications))
-	for i, a := range *doc.Applications {
-		if a.Namespace == "" || a.Application == "" || strings.Contains(a.Namespace, "/") {
+	out := make(map[string]Warmup, len(doc.Applications))
+	for i, a := range doc.Applications {
+		// The key joins namespace and name with a slash, which the schema
+		// does not rule out of a namespace.
+		if strings.Contains(a.Namespace, "/") {
 			return nil, fmt.Errorf("the gate's releases: application %d has no namespace or name", i)
 		}
 		if a.Record == nil || a.Record.Warmup == nil {
 			continue
 		}
 		w := a.Record.Warmup
-		if !revisionPattern.MatchString(w.Revision) {
-			return nil, fmt.Errorf("the gate's releases: %s/%s: warmup revision %.80q is not sha256:<64 hex>", a.Namespace, a.Application, w.Revision)
-		}
 		warmup := Warmup{Revision: w.Revision, Warmed: w.Warmed}
 		if f := w.Failed; f != nil {
-			if f.Status == nil || *f.Status < 0 || *f.Status > 599 {
-				return nil, fmt.Errorf("the gate's releases: %s/%s: a failed warmup without a status in 0-599", a.Namespace, a.Application)
-			}
-			warmup.Failed = &WarmupFailure{Request: f.Request, Status: *f.Status}
+			warmup.Failed = &WarmupFailure{Request: f.Request, Status: f.Status}
 			warmup.Warmed = false
 		}
 		out[a.Namespace+"/"+a.Application] = warmup

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -16,6 +17,8 @@ const releasesAnswer = `{"readAt":"2026-11-30T10:00:00Z","truncated":false,"appl
  {"namespace":"shop-system","application":"shop","members":[],"migration":null,"record":{"serving":null,"pinned":"` + revB + `","since":"2026-11-30T09:00:00Z",
   "warmup":{"revision":"` + revB + `","warmed":false,"failed":{"request":"shop.example/cart","status":503}}},"unreadable":null},
  {"namespace":"new-system","application":"new","members":[],"migration":null,"record":null,"unreadable":"no inputs"}]}`
+
+var revisionPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
 
 func TestDecodeReleases(t *testing.T) {
 	got, err := DecodeReleases(strings.NewReader(releasesAnswer))
