@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,8 +27,9 @@ const DepsCommand = "scripts/test-deps.sh (make test runs it)"
 
 // PostgresBinDir is where Debian installs the server and client programs of
 // the newest PostgreSQL major installed: the postgresql package's, 15 on
-// Debian 12 and 17 on Debian 13. It is "" when none is.
-func PostgresBinDir() string {
+// Debian 12 and 17 on Debian 13. It is "" when none is. The folder is looked
+// for once per test binary; every server program is run from it.
+var PostgresBinDir = sync.OnceValue(func() string {
 	entries, _ := os.ReadDir(postgresRoot)
 	newest := -1
 	for _, e := range entries {
@@ -43,7 +45,7 @@ func PostgresBinDir() string {
 		return ""
 	}
 	return filepath.Join(postgresRoot, strconv.Itoa(newest), "bin")
-}
+})
 
 // Postgres is a throwaway PostgreSQL server on 127.0.0.1, its superuser
 // logging in with a password over TCP.
