@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
@@ -430,7 +431,7 @@ func (g *Garage) handle(op string, r *http.Request, body []byte) answer {
 	case "ListKeys":
 		return g.listKeys()
 	case "GetKeyInfo":
-		return g.getKeyInfo(q.Get("id"), q.Get("search"), q.Get("showSecretKey") == "true")
+		return g.getKeyInfo(param(q, "id"), param(q, "search"), q.Get("showSecretKey") == "true")
 	case "CreateKey":
 		var req struct {
 			Name         *string         `json:"name"`
@@ -462,7 +463,7 @@ func (g *Garage) handle(op string, r *http.Request, body []byte) answer {
 	case "ListBuckets":
 		return g.listBuckets()
 	case "GetBucketInfo":
-		return g.getBucketInfo(q.Get("id"), q.Get("globalAlias"), q.Get("search"))
+		return g.getBucketInfo(param(q, "id"), param(q, "globalAlias"), param(q, "search"))
 	case "CreateBucket":
 		var req struct {
 			GlobalAlias *string         `json:"globalAlias"`
@@ -537,32 +538,44 @@ func (g *Garage) sortedKeys() []*key {
 	return keys
 }
 
-func (g *Garage) getKeyInfo(id, search string, showSecret bool) answer {
+func (g *Garage) getKeyInfo(id, search *string, showSecret bool) answer {
 	var k *key
 	switch {
-	case id != "" && search == "":
-		k = g.keys[id]
+	case id != nil && search == nil:
+		k = g.keys[*id]
 		if k == nil {
-			return fail(http.StatusNotFound, "NoSuchAccessKey", "Access key not found: %s", id)
+			return fail(http.StatusNotFound, "NoSuchAccessKey", "Access key not found: %s", *id)
 		}
-	case id == "" && search != "":
+	case id == nil && search != nil:
+		// Garage matches a key by the start of its ID or by its whole name,
+		// either without regard to case, and looks at the first ten matches.
+		pattern := strings.ToLower(*search)
 		var found []*key
 		for _, c := range g.sortedKeys() {
-			if strings.HasPrefix(c.id, search) || strings.Contains(c.name, search) {
+			if strings.HasPrefix(strings.ToLower(c.id), pattern) || strings.ToLower(c.name) == pattern {
 				found = append(found, c)
 			}
 		}
-		if len(found) == 0 {
-			return fail(http.StatusNotFound, "NoSuchAccessKey", "Access key not found: %s", search)
-		}
-		if len(found) > 1 {
-			return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: %d matching keys", len(found))
+		switch {
+		case len(found) == 0:
+			return fail(http.StatusNotFound, "NoSuchAccessKey", "Access key not found: %s", *search)
+		case len(found) > 1:
+			return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: %d matching keys", min(len(found), 10))
 		}
 		k = found[0]
 	default:
 		return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: Either id or search must be provided (but not both)")
 	}
 	return answer{http.StatusOK, g.keyInfo(k, showSecret)}
+}
+
+// param is a query parameter as Garage reads it: given, even empty, or not.
+func param(q url.Values, name string) *string {
+	if !q.Has(name) {
+		return nil
+	}
+	v := q.Get(name)
+	return &v
 }
 
 func (g *Garage) keyInfo(k *key, showSecret bool) map[string]any {
@@ -625,30 +638,56 @@ func (g *Garage) listBuckets() answer {
 	return answer{http.StatusOK, items}
 }
 
-func (g *Garage) getBucketInfo(id, alias, search string) answer {
+func (g *Garage) getBucketInfo(id, alias, search *string) answer {
 	var b *bucket
+	var asked string
 	switch {
-	case id != "" && alias == "" && search == "":
-		if !bucketIDForm.MatchString(id) {
+	case id != nil && alias == nil && search == nil:
+		if !bucketIDForm.MatchString(*id) {
 			return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: Invalid bucket id")
 		}
-		b = g.buckets[id]
-	case id == "" && alias != "" && search == "":
-		b = g.byAlias(alias)
-	case id == "" && alias == "" && search != "":
-		for _, c := range g.sortedBuckets() {
-			if strings.HasPrefix(c.id, search) || slices.Contains(c.aliases, search) {
-				b = c
-				break
+		asked, b = *id, g.buckets[*id]
+	case id == nil && alias != nil && search == nil:
+		asked, b = *alias, g.byAlias(*alias)
+	case id == nil && alias == nil && search != nil:
+		asked = *search
+		if b = g.byAlias(*search); b == nil {
+			found, err := g.bucketsByIDPrefix(*search)
+			if err != nil {
+				return *err
+			}
+			if len(found) > 1 {
+				return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: Several matching buckets: %s", *search)
+			}
+			if len(found) == 1 {
+				b = found[0]
 			}
 		}
 	default:
 		return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: Either id, globalAlias or search must be provided (but not several of them)")
 	}
 	if b == nil {
-		return fail(http.StatusNotFound, "NoSuchBucket", "Bucket not found: %s", id+alias+search)
+		return fail(http.StatusNotFound, "NoSuchBucket", "Bucket not found: %s", asked)
 	}
 	return answer{http.StatusOK, g.bucketInfo(b)}
+}
+
+// bucketsByIDPrefix is Garage's search of bucket IDs: the pattern's whole
+// hexadecimal bytes (an odd last digit is dropped) begin the ID. A pattern
+// shorter than a byte, or not hexadecimal, names no bucket.
+func (g *Garage) bucketsByIDPrefix(pattern string) ([]*bucket, *answer) {
+	prefix := pattern[:len(pattern)&^1]
+	if _, err := hex.DecodeString(prefix); err != nil || prefix == "" {
+		a := fail(http.StatusNotFound, "NoSuchBucket", "Bucket not found: %s", pattern)
+		return nil, &a
+	}
+	var found []*bucket
+	for _, c := range g.sortedBuckets() {
+		if strings.HasPrefix(c.id, strings.ToLower(prefix)) {
+			found = append(found, c)
+		}
+	}
+	return found, nil
 }
 
 func (g *Garage) bucketInfo(b *bucket) map[string]any {

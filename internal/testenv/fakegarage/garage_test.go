@@ -239,3 +239,47 @@ func TestResponseDriftIsCaught(t *testing.T) {
 		t.Error("an undocumented status without Garage's error body passed")
 	}
 }
+
+// The double looks keys and buckets up as Garage does: a search matches a
+// key's ID by its start or its name whole, without regard to case, and a
+// bucket by its global alias or the start of its ID; an empty parameter is a
+// parameter given.
+func TestLookupsFollowGarage(t *testing.T) {
+	g := New(t)
+	tok := g.Token
+	_, media := call(t, g, "POST", "/v2/CreateKey", tok, `{"name":"media"}`)
+	call(t, g, "POST", "/v2/CreateKey", tok, `{"name":"media-backup"}`)
+	_, bucket := call(t, g, "POST", "/v2/CreateBucket", tok, `{"globalAlias":"photos"}`)
+	call(t, g, "POST", "/v2/CreateBucket", tok, `{"globalAlias":"videos"}`)
+	mediaID, bucketID := media["accessKeyId"].(string), bucket["id"].(string)
+
+	for _, c := range []struct {
+		query  string
+		status int
+		id     string
+	}{
+		{"/v2/GetKeyInfo?search=MEDIA", 200, mediaID},
+		{"/v2/GetKeyInfo?search=" + strings.ToLower(mediaID[:8]), 200, mediaID},
+		{"/v2/GetKeyInfo?search=medi", http.StatusNotFound, ""},
+		{"/v2/GetKeyInfo?search=GK", http.StatusBadRequest, ""},
+		{"/v2/GetKeyInfo?id=", http.StatusNotFound, ""},
+		{"/v2/GetKeyInfo?id=&search=media", http.StatusBadRequest, ""},
+		{"/v2/GetKeyInfo", http.StatusBadRequest, ""},
+		{"/v2/GetBucketInfo?search=photos", 200, bucketID},
+		{"/v2/GetBucketInfo?search=" + bucketID[:9], 200, bucketID},
+		{"/v2/GetBucketInfo?search=" + strings.ToUpper(bucketID[:8]), 200, bucketID},
+		{"/v2/GetBucketInfo?search=p", http.StatusNotFound, ""},
+		{"/v2/GetBucketInfo?search=", http.StatusNotFound, ""},
+		{"/v2/GetBucketInfo?search=zz", http.StatusNotFound, ""},
+		{"/v2/GetBucketInfo?id=&globalAlias=photos", http.StatusBadRequest, ""},
+	} {
+		status, info := call(t, g, "GET", c.query, tok, "")
+		got, _ := info["accessKeyId"].(string)
+		if strings.Contains(c.query, "Bucket") {
+			got, _ = info["id"].(string)
+		}
+		if status != c.status || got != c.id {
+			t.Errorf("%s: %d %q, want %d %q", c.query, status, got, c.status, c.id)
+		}
+	}
+}
