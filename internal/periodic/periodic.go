@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// Loop runs Pass. Prompts that arrive during a pass coalesce into at most one
-// more pass.
+// Loop runs Pass. Ticks and prompts that arrive during a pass coalesce into
+// at most one more pass.
 type Loop struct {
 	Interval time.Duration
 	Pass     func(ctx context.Context) error
@@ -26,6 +26,8 @@ type Loop struct {
 	lastSuccess time.Time
 	started     time.Time
 	initOnce    sync.Once
+	// ticks replaces the interval's ticker when set, so a test can tick.
+	ticks <-chan time.Time
 }
 
 func (l *Loop) init() {
@@ -58,15 +60,32 @@ func (l *Loop) Run(ctx context.Context) {
 	l.mu.Lock()
 	l.started = l.Now()
 	l.mu.Unlock()
-	ticker := time.NewTicker(l.Interval)
-	defer ticker.Stop()
+	ticks := l.ticks
+	if ticks == nil {
+		ticker := time.NewTicker(l.Interval)
+		defer ticker.Stop()
+		ticks = ticker.C
+	}
 	for {
 		l.RunOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-ticks:
 		case <-l.prompt:
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// A tick and a prompt that both came during the last pass ask for
+		// the same one pass, not two.
+		select {
+		case <-ticks:
+		default:
+		}
+		select {
+		case <-l.prompt:
+		default:
 		}
 	}
 }

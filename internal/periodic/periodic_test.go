@@ -106,6 +106,36 @@ func TestPromptsCoalesce(t *testing.T) {
 	}
 }
 
+// A tick and prompts that all came during one pass make one more pass.
+func TestTickAndPromptCoalesce(t *testing.T) {
+	entered := make(chan struct{}, 10)
+	release := make(chan struct{})
+	ticks := make(chan time.Time, 1)
+	l := &periodic.Loop{Interval: time.Hour, Pass: func(context.Context) error {
+		entered <- struct{}{}
+		<-release
+		return nil
+	}}
+	l.SetTicks(ticks)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	<-entered // the pass at start
+	ticks <- time.Now()
+	l.Prompt()
+	release <- struct{}{}
+	<-entered
+	release <- struct{}{}
+	select {
+	case <-entered:
+		t.Fatal("a tick and a prompt during one pass made two more passes")
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	close(release)
+	<-done
+}
+
 func TestTicks(t *testing.T) {
 	var passes atomic.Int32
 	l := &periodic.Loop{Interval: 20 * time.Millisecond, Pass: func(context.Context) error { passes.Add(1); return nil }}
