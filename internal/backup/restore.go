@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"filippo.io/age"
 )
@@ -84,7 +85,15 @@ func (r Restorer) Restore(ctx context.Context, g Generation, target string) (Res
 	if err := os.MkdirAll(target, 0o700); err != nil {
 		return Restored{}, fmt.Errorf("create %s: %w", target, err)
 	}
-	work, err := os.MkdirTemp(target, ".restore-partial-")
+	unlock, err := lockTarget(target)
+	if err != nil {
+		return Restored{}, err
+	}
+	defer unlock()
+	if err := removeLeftovers(target); err != nil {
+		return Restored{}, err
+	}
+	work, err := os.MkdirTemp(target, workPrefix)
 	if err != nil {
 		return Restored{}, fmt.Errorf("create the restore's work folder: %w", err)
 	}
@@ -120,6 +129,45 @@ func (r Restorer) Restore(ctx context.Context, g Generation, target string) (Res
 		return Restored{}, fmt.Errorf("publish %s: %w", name, err)
 	}
 	return result, nil
+}
+
+// workPrefix names a restore's work folder inside its target. The folder
+// sits in the target so that publishing is a rename on one file system,
+// even where the target is a volume's mount point.
+const workPrefix = ".restore-partial-"
+
+// lockTarget holds target for one restore at a time, so that the work
+// folders left there are known to be no running restore's.
+func lockTarget(target string) (unlock func(), err error) {
+	dir, err := os.Open(target) //nolint:gosec // the operator's restore target
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", target, err)
+	}
+	if err := syscall.Flock(int(dir.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil { //nolint:gosec // a descriptor fits an int
+		dir.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another restore into %s is running", target)
+		}
+		return nil, fmt.Errorf("lock %s: %w", target, err)
+	}
+	return func() { dir.Close() }, nil
+}
+
+// removeLeftovers removes the work folders of restores that were killed
+// before they could remove their own: half a generation, never published.
+func removeLeftovers(target string) error {
+	entries, err := os.ReadDir(target)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", target, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), workPrefix) {
+			if err := os.RemoveAll(filepath.Join(target, e.Name())); err != nil {
+				return fmt.Errorf("remove an earlier restore's work folder: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // read opens generation g, verifies and decrypts it, and hands the

@@ -132,3 +132,46 @@ func TestRestoreFromTheClaimFailsOnAMissingOrBrokenGeneration(t *testing.T) {
 		t.Fatal("listed an absent claim")
 	}
 }
+
+// A restore killed mid-stream leaves its work folder in the target; the
+// next restore there removes it, and a restore already running there keeps
+// any other out.
+func TestRestoreClearsAKilledRestoresWorkFolder(t *testing.T) {
+	claim := t.TempDir()
+	g := Generation{Method: "postgres", Time: time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte("SELECT 1;\n"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(claim, g.Name()), gz.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := t.TempDir()
+	killed := filepath.Join(target, workPrefix+"1234")
+	if err := os.MkdirAll(filepath.Join(killed, "half"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := Restorer{ClaimDir: claim}
+
+	unlock, err := lockTarget(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Restore(context.Background(), g, target); err == nil || !strings.Contains(err.Error(), "another restore") {
+		t.Fatalf("a restore beside a running one: %v", err)
+	}
+	if _, err := os.Stat(killed); err != nil {
+		t.Fatalf("a running restore's work folder was touched: %v", err)
+	}
+	unlock()
+
+	if _, err := r.Restore(context.Background(), g, target); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(target)
+	if len(entries) != 1 || entries[0].Name() != strings.TrimSuffix(g.Name(), ".gz") {
+		t.Fatalf("target holds %v, want the dump alone", entries)
+	}
+}
