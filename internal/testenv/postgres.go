@@ -167,7 +167,9 @@ func (p *Postgres) writeOwned(path, content string) error {
 // Stop stops the server at once and removes its data.
 func (p *Postgres) Stop() error {
 	var err error
-	if p.Port != 0 {
+	// A start that timed out can leave a server running without a port
+	// recorded; its pid file says it is there.
+	if _, statErr := os.Stat(filepath.Join(p.dataDir(), "postmaster.pid")); p.Port != 0 || statErr == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if out, stopErr := p.asServer(ctx, "pg_ctl", "-D", p.dataDir(), "-m", "immediate", "-w", "stop").CombinedOutput(); stopErr != nil {

@@ -8,7 +8,9 @@ import (
 )
 
 // process is a test server's process, started in a process group of its
-// own so that stopping it reaches every child it started.
+// own so that stopping it reaches every child it started, and killed by the
+// kernel if the test binary dies first (a -timeout panic, SIGKILL), which
+// runs no cleanup.
 type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -18,7 +20,7 @@ type process struct {
 // output; cmd is not tied to a context, because the server outlives the
 // deadline of its start.
 func startProcess(cmd *exec.Cmd) (*process, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
