@@ -66,8 +66,8 @@ func newRender(ctx context.Context, t *teller) error {
 
 func migrationRuns(ctx context.Context, t *teller) error {
 	job := "auth-migration-" + tag(releaseRevision)
-	t.say("The migration was tested against %s, which the record says serves, and no primary", tag(servingRevision))
-	t.say("moved since: the proof holds, so the gate's next round starts the up Job.")
+	t.say("The migration was tested against %s, the revision the record says serves. The gate's", tag(servingRevision))
+	t.say("next round weighs that proof against the cluster; what it did:")
 	t.awaitStarted(ctx, job)
 	if err := t.completeJob(ctx, job); err != nil {
 		return err
@@ -155,9 +155,9 @@ func promoteBoth(ctx context.Context, t *teller) error {
 			return err
 		}
 	}
-	t.say("Flagger asks nothing after promotion; the gate's round sees every member settled and")
-	t.say("every primary running what its Deployment holds, records that %s serves, and warms it", tag(releaseRevision))
-	t.say("up. No public host reaches the demo's Application, so warmup is recorded without a request:")
+	t.say("Flagger asks nothing after promotion. The gate's next round reads the members and their")
+	t.say("primaries; what it recorded (no public host reaches the demo's Application, so its warmup")
+	t.say("sends no request):")
 	t.awaitRecord(ctx, "the record says "+tag(releaseRevision)+" serves, warmed", func(r record) bool {
 		return r.Serving == releaseRevision && r.Warmup != nil && r.Warmup.Revision == releaseRevision && r.Warmup.Warmed
 	})
@@ -171,8 +171,8 @@ func staleRelease(ctx context.Context, t *teller) error {
 	}
 	job := "auth-migration-" + tag(staleRevision)
 	t.ask(ctx, "auth-api", "may-start", http.StatusConflict, job)
-	t.say("Its migration was tested against %s, but %s serves: the gate's round holds the", tag(servingRevision), tag(releaseRevision))
-	t.say("release with the schema untouched, and says so in its log, /metrics and /releases.")
+	t.say("Its migration was tested against %s, but the record says %s serves. The gate's next", tag(servingRevision), tag(releaseRevision))
+	t.say("round weighs that proof; what it did, and what its log, /metrics and /releases say:")
 	t.await(ctx, "the gate holds "+tag(staleRevision), t.roundWait, func(context.Context) (string, bool, error) {
 		line := t.gate.logLine(`"msg":"release held"`, staleRevision)
 		return "gate log: " + line, line != "", nil
