@@ -50,6 +50,15 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 	return &Kube{kube: kube, flagger: flagger}, nil
 }
 
+// viewOf is the gate's view of each item of a list.
+func viewOf[T, V any](items []T, of func(*T) V) []V {
+	out := make([]V, 0, len(items))
+	for i := range items {
+		out = append(out, of(&items[i]))
+	}
+	return out
+}
+
 func notFound(err error) error {
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -63,11 +72,7 @@ func (k *Kube) Pods(ctx context.Context, namespace string, selector labels.Selec
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Pod, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, podOf(&list.Items[i]))
-	}
-	return out, nil
+	return viewOf(list.Items, podOf), nil
 }
 
 func podOf(p *corev1.Pod) Pod {
@@ -113,11 +118,7 @@ func (k *Kube) Jobs(ctx context.Context, namespace string, selector labels.Selec
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Job, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, jobOf(&list.Items[i]))
-	}
-	return out, nil
+	return viewOf(list.Items, jobOf), nil
 }
 
 func jobOf(j *batchv1.Job) Job {
@@ -148,11 +149,7 @@ func (k *Kube) CanariesIn(ctx context.Context, namespace string) ([]Canary, erro
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Canary, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, canaryOf(&list.Items[i]))
-	}
-	return out, nil
+	return viewOf(list.Items, canaryOf), nil
 }
 
 func canaryOf(c *flaggerv1.Canary) Canary {
