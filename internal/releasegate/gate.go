@@ -90,10 +90,14 @@ func (f FlaggerIdentity) Validate() (labels.Selector, error) {
 
 // Routes registers the four webhooks.
 func (g *Gate) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /may-start", g.handle(WebhookMayStart, g.mayStart))
-	mux.HandleFunc("POST /checks", g.handle(WebhookChecks, g.checks))
-	mux.HandleFunc("POST /may-promote", g.handle(WebhookMayPromote, g.mayPromote))
-	mux.HandleFunc("POST /rollback", g.handle(WebhookRollback, g.rollback))
+	// Flagger asks confirm-rollout while the Canary still reads as the
+	// release before (Succeeded, say), so a /may-start is no sign the member
+	// entered this one; the other three are asked only while it is analysed
+	// or waits at the barrier.
+	mux.HandleFunc("POST /may-start", g.handle(WebhookMayStart, unnoted, g.mayStart))
+	mux.HandleFunc("POST /checks", g.handle(WebhookChecks, noted, g.checks))
+	mux.HandleFunc("POST /may-promote", g.handle(WebhookMayPromote, noted, g.mayPromote))
+	mux.HandleFunc("POST /rollback", g.handle(WebhookRollback, noted, g.rollback))
 }
 
 // Ready is ready once the gate has reached the API server and knows
@@ -129,9 +133,18 @@ type asked struct {
 // Reads of one answer thus run side by side, not one after another.
 type decision func(ctx context.Context, q Question) func(a asked) (Answer, error)
 
+// inRelease says whether a webhook's question shows the member is in the
+// release it asks about, and so is noted.
+type inRelease bool
+
+const (
+	noted   inRelease = true
+	unnoted inRelease = false
+)
+
 // handle runs the checks every webhook shares, in the order that reveals
 // least: the caller before the body, the body before the cluster.
-func (g *Gate) handle(webhook string, decide decision) http.HandlerFunc {
+func (g *Gate) handle(webhook string, note inRelease, decide decision) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), AnswerTimeout)
 		defer cancel()
@@ -163,11 +176,7 @@ func (g *Gate) handle(webhook string, decide decision) http.HandlerFunc {
 		question, refusal, ok, err := g.identify(ctx, q)
 		answer := refusal
 		if err == nil && ok {
-			// Flagger asks confirm-rollout while the Canary still reads as the
-			// release before (Succeeded, say), so a /may-start is no sign the
-			// member entered this one; the other three are asked only while it
-			// is analysed or waits at the barrier.
-			if webhook != WebhookMayStart {
+			if note {
 				g.notes.note(q)
 			}
 			answer, err = finish(question)
