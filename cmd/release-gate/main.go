@@ -86,9 +86,6 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		logger.Error("bad setting", slog.String("error", err.Error()))
 		return 2
 	}
-	// The production prober dials each Canary service's cluster name itself,
-	// with no proxy and no redirect followed.
-	gate.UseProber(probe.New())
 	tender := releasegate.NewTender(kube, gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
 	metrics, err := tender.MetricsHandler(scraper)
 	if err != nil {

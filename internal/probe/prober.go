@@ -24,8 +24,9 @@ const (
 	// lets one iteration's 3 rounds over 10 paths run at once.
 	DefaultConcurrency = 32
 	// DefaultBudget is how long one iteration's own traffic may take in
-	// all, inside the gate's 5 s answer: a copy that answers none of many
-	// paths runs out of it before every wave of requests was made.
+	// all: a copy that answers none of many paths runs out of it before
+	// every wave of requests was made. A caller answering under a deadline
+	// of its own sets WithBudget to fit it.
 	DefaultBudget = 4 * time.Second
 	// Rounds is how many times each path is requested per iteration.
 	Rounds = 3

@@ -26,6 +26,11 @@ import (
 // copy yields an answer Flagger reads rather than a timeout it cannot.
 const AnswerTimeout = 5 * time.Second
 
+// OwnTrafficBudget is how long one answer's own traffic may take in all; the
+// rest of AnswerTimeout is for the cluster reads and the reply, so a copy
+// that answers nothing still yields an answer with figures.
+const OwnTrafficBudget = AnswerTimeout - time.Second
+
 // The webhooks, named as the render names them.
 const (
 	WebhookMayStart   = "may-start"
@@ -67,7 +72,7 @@ func New(cluster Cluster, callers Callers, flagger FlaggerIdentity, logger *slog
 	return &Gate{
 		cluster: cluster, callers: callers, flagger: flagger, logger: logger,
 		notes:  notes{asked: map[memberKey]string{}},
-		prober: probe.New(),
+		prober: probe.New(probe.WithBudget(OwnTrafficBudget)),
 	}, nil
 }
 
