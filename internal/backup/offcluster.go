@@ -324,12 +324,16 @@ func (o OffClusterCopy) Copy(ctx context.Context, g Generation, path string) err
 	if err != nil {
 		return err
 	}
-	got, err := o.Store.Stat(ctx, key)
-	if err != nil {
-		return fmt.Errorf("read back %s: %w", key, err)
-	}
-	if err := VerifyStored(got, sent.size, sent.whole, sent.parts); err != nil {
-		return fmt.Errorf("verify %s: %w", key, err)
+	if err := o.readBack(ctx, key, sent); err != nil {
+		// What this run stored and could not verify must not stand among
+		// the verified copies: it would take a place in retention and be
+		// offered to restore and to the drill as the newest.
+		removeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeUnverifiedTimeout)
+		defer cancel()
+		if rmErr := o.Store.Remove(removeCtx, key); rmErr != nil {
+			return fmt.Errorf("%w; removing the unverified copy failed too: %w", err, rmErr)
+		}
+		return err
 	}
 	logger.Info("copied the generation off the cluster", "generation", g.Name(), "destination", o.Destination.String(),
 		"key", key, "bytes", sent.size, "parts", len(sent.parts), "seconds", now().Sub(started).Seconds())
@@ -345,6 +349,22 @@ func (o OffClusterCopy) Copy(ctx context.Context, g Generation, path string) err
 		}
 	}
 	logger.Info("pruned the off-cluster copies", "method", g.Method, "retain", o.Retain, "deleted", doomed)
+	return nil
+}
+
+// removeUnverifiedTimeout bounds the removal of a copy that failed its
+// read-back, which runs even when the run's own context has ended.
+const removeUnverifiedTimeout = 30 * time.Second
+
+// readBack holds what the provider stored under key to what was sent.
+func (o OffClusterCopy) readBack(ctx context.Context, key string, sent sentCopy) error {
+	got, err := o.Store.Stat(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", key, err)
+	}
+	if err := VerifyStored(got, sent.size, sent.whole, sent.parts); err != nil {
+		return fmt.Errorf("verify %s: %w", key, err)
+	}
 	return nil
 }
 
@@ -394,11 +414,13 @@ func (o OffClusterCopy) upload(ctx context.Context, path, staged, key string) (s
 		for range ready { //nolint:revive // drain so the encrypting goroutine ends
 		}
 	}
-	if err := <-staging; err != nil {
-		return sentCopy{}, fmt.Errorf("encrypt the generation: %w", err)
-	}
-	if uploadErr != nil {
+	encryptErr := <-staging
+	switch {
+	case uploadErr != nil && (encryptErr == nil || errors.Is(encryptErr, context.Canceled)):
+		// The upload's failure stopped the encryption, not the other way round.
 		return sentCopy{}, uploadErr
+	case encryptErr != nil:
+		return sentCopy{}, fmt.Errorf("encrypt the generation: %w", encryptErr)
 	}
 	return sent, nil
 }
