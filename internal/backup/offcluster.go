@@ -58,7 +58,7 @@ var segmentPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 func ParseDestination(raw, path string) (Destination, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "s3" || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Port() != "" {
-		return Destination{}, fmt.Errorf("%q is not s3://bucket[/prefix]", raw)
+		return Destination{}, fmt.Errorf("%q is not s3://bucket[/prefix]", redacted(raw))
 	}
 	if !bucketPattern.MatchString(u.Host) || strings.Contains(u.Host, "..") {
 		return Destination{}, fmt.Errorf("%q: %q is not a bucket name", raw, u.Host)

@@ -221,3 +221,16 @@ func FuzzParseDestination(f *testing.F) {
 		}
 	})
 }
+
+// A URL refused for holding a password is quoted without it.
+func TestRefusedURLsHideTheirPassword(t *testing.T) {
+	if _, err := ParseDestination("s3://key:hunter2secret@backup-storage", "x"); err == nil || strings.Contains(err.Error(), "hunter2secret") {
+		t.Errorf("ParseDestination: %v", err)
+	}
+	for _, endpoint := range []string{"https://key:hunter2secret@s3.example", "https://key:hunter2secret@s3.example/%zz"} {
+		_, err := NewS3Store(S3Settings{Endpoint: endpoint, AccessKey: "k", SecretKey: "s", Region: "us-east-1", Bucket: "backups"})
+		if err == nil || strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("NewS3Store(%s): %v", endpoint, err)
+		}
+	}
+}

@@ -29,11 +29,23 @@ type S3Store struct {
 	bucket string
 }
 
+// redacted is a URL as an error may quote it: a password in it is masked,
+// and a value that does not parse but holds userinfo is not quoted at all.
+func redacted(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	if strings.Contains(raw, "@") {
+		return "(not shown: it may hold a password)"
+	}
+	return raw
+}
+
 // NewS3Store builds the client; it makes no request.
 func NewS3Store(s S3Settings) (*S3Store, error) {
 	u, err := url.Parse(s.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.User != nil {
-		return nil, fmt.Errorf("AWS_ENDPOINT_URL %q is not http(s)://host[:port]", s.Endpoint)
+		return nil, fmt.Errorf("AWS_ENDPOINT_URL %q is not http(s)://host[:port]", redacted(s.Endpoint))
 	}
 	core, err := minio.NewCore(u.Host, &minio.Options{
 		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
