@@ -136,8 +136,6 @@ func TestAFailedRunDeletesNothing(t *testing.T) {
 		"the method fails": {Method: staticMethod{name: "files", err: errors.New("disk on fire")}},
 		"the rename is refused": {Method: staticMethod{name: "files"},
 			beforeRename: func(string) error { return errors.New("injected") }},
-		"the run is cancelled": {Method: staticMethod{name: "files"},
-			beforeRename: func(string) error { return context.Canceled }},
 	}
 	for name, job := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -148,6 +146,30 @@ func TestAFailedRunDeletesNothing(t *testing.T) {
 			assertFiles(t, dir, old...)
 		})
 	}
+	// A run stopped (SIGTERM) once its method has written everything is
+	// still abandoned before the rename: the method's success alone
+	// publishes nothing.
+	t.Run("the run is cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		job := Job{Dir: dir, Retain: 1, Now: now, Method: cancelling{staticMethod{name: "files", body: []byte("all of it")}, cancel}}
+		if _, err := job.Run(ctx); err == nil || !strings.Contains(err.Error(), "abandoned") {
+			t.Fatalf("a cancelled run gave %v", err)
+		}
+		assertFiles(t, dir, old...)
+	})
+}
+
+// cancelling writes its whole body, then cancels the run, as a SIGTERM
+// arriving at that moment does.
+type cancelling struct {
+	staticMethod
+	cancel context.CancelFunc
+}
+
+func (c cancelling) Write(ctx context.Context, w io.Writer) error {
+	defer c.cancel()
+	return c.staticMethod.Write(ctx, w)
 }
 
 func TestAGenerationIsNeverOverwritten(t *testing.T) {
