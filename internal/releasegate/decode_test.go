@@ -44,6 +44,7 @@ func TestDecodeInputsRefuses(t *testing.T) {
 		{"a port out of range", doc(`{"process":"a","readiness":{"tcp":70000}}`, ""), "schema"},
 		{"a bad deadline", strings.Replace(doc(member, ""), `"1800s"`, `"30 minutes"`, 1), "schema"},
 		{"a migration without identity", doc(member, `,"migration":{"nonTransactional":false}`), "schema"},
+		{"a proof that is no revision", doc(member, `,"migration":{"identity":"m","nonTransactional":false,"testedAgainst":"sha1:2f4a"}`), "schema"},
 		{"a member named twice", doc(member+","+member, ""), "twice"},
 		{"a number where an integer belongs", strings.Replace(doc(member, ""), `"iterations":4`, `"iterations":4.5`, 1), "schema"},
 	}

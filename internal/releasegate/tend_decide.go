@@ -354,6 +354,14 @@ func WarmupVerdict(revision string, w probe.Warmup, err error) WarmupRecord {
 	switch {
 	case err != nil:
 		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: clip(err.Error())}}
+	case w.Failure != nil && (w.Failure.Status < 100 || w.Failure.Status > 599):
+		// HTTP has no status outside 100-599, though a server can send one;
+		// the record and /releases keep 0 and name it in the request.
+		request := fmt.Sprintf("%s%s (answered %d)", w.Failure.Host, w.Failure.Path, w.Failure.Status)
+		if w.Failure.Status == 0 {
+			request = w.Failure.Host + w.Failure.Path
+		}
+		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: request}}
 	case w.Failure != nil:
 		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: w.Failure.Host + w.Failure.Path, Status: w.Failure.Status}}
 	}

@@ -389,6 +389,7 @@ func TestWarmupVerdict(t *testing.T) {
 		{"every request passed", probe.Warmup{Requests: 4}, nil, true, "", 0},
 		{"no public host reaches it: warmed without a request", probe.Warmup{Unreachable: []string{"a.example.com"}}, nil, true, "", 0},
 		{"a 5xx stops it", probe.Warmup{Requests: 2, Failure: &probe.Answer{Host: "a.example.com", Path: "/api", Status: 502}}, nil, false, "a.example.com/api", 502},
+		{"a status HTTP has not is kept as none, and named", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Status: 999}}, nil, false, "a.example.com/ (answered 999)", 0},
 		{"no answer stops it", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Cause: "no answer within 10s"}}, nil, false, "a.example.com/", 0},
 		{"a host that is not one", probe.Warmup{}, errors.New(`host "x" is a single label`), false, `host "x" is a single label`, 0},
 	}
