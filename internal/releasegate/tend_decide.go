@@ -256,7 +256,10 @@ func FailedSince(members []MemberView, revision string, since time.Time) (bool, 
 		if _, rev, err := CanaryRelease(m.Canary); err != nil || rev != revision {
 			continue
 		}
-		if !m.Transitioned.Before(since) {
+		// The API server keeps a transition time to the second, the record
+		// its first sight to the nanosecond: within that second, the failure
+		// counts as this release's.
+		if !m.Transitioned.Before(since.Truncate(time.Second)) {
 			return true, m.Process
 		}
 	}
@@ -450,7 +453,12 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 	tag := RevisionTag(next.Pinned)
 	up, ok := ownJob(v.Jobs, mig.Identity+"-"+tag, mig.Identity, v.Application)
 	if !ok {
-		return // the render has not applied this revision's Job yet
+		// The render has not applied this revision's Job yet: nothing to
+		// start or undo, but a release Flagger failed is held all the same.
+		if failed {
+			hold(HeldAnalysisFailed)
+		}
+		return
 	}
 	switch {
 	case up.Failed:
@@ -468,7 +476,11 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 		}
 		return
 	case !up.Complete:
-		return // running
+		// Running: it is undone, if at all, once it ends.
+		if failed {
+			hold(HeldAnalysisFailed)
+		}
+		return
 	case failed:
 		hold(HeldAnalysisFailed)
 	default:

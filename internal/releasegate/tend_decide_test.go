@@ -252,6 +252,10 @@ func TestTendHeldReasons(t *testing.T) {
 		{"an Application without migration being analysed", scene(func(v *ApplicationView) { v.Inputs.Migration = nil }), ""},
 		{"Flagger failed a member before the migration started", scene(failedAt(t0.Add(-time.Minute))), HeldAnalysisFailed},
 		{"the migration running", scene(func(v *ApplicationView) { v.Jobs[0].Suspended = false }), ""},
+		{"Flagger failed a member while the migration runs", scene(failedAt(t0), func(v *ApplicationView) { v.Jobs[0].Suspended = false }), HeldAnalysisFailed},
+		{"Flagger failed a member before the render applied the migration", scene(failedAt(t0), func(v *ApplicationView) { v.Jobs = nil }), HeldAnalysisFailed},
+		{"Flagger failed a member within the second the gate first saw the revision",
+			scene(migrated, failedAt(t0.Add(-time.Hour)), func(v *ApplicationView) { since := t0.Add(-time.Hour + 400*time.Millisecond); v.Record.Since = &since }), HeldAnalysisFailed},
 		{"the migration done, analysis under way", scene(migrated), ""},
 	}
 	for _, c := range cases {
@@ -260,7 +264,7 @@ func TestTendHeldReasons(t *testing.T) {
 			got := ""
 			if p.Held != nil {
 				got = p.Held.Reason
-				if p.Held.Serving != prevRev || !p.Held.Since.Equal(t0.Add(-time.Hour)) {
+				if p.Held.Serving != prevRev || !p.Held.Since.Equal(*c.view.Record.Since) {
 					t.Fatalf("held pair %+v", p.Held)
 				}
 			}
