@@ -270,13 +270,23 @@ func (t *Tender) Round(ctx context.Context) error {
 			}
 		}
 	}
-	t.warmAll(ctx, plans)
+	// Starts and undos act on what the round read, so they come before the
+	// warmups, which can take seconds each; a plan warms or starts, never
+	// both, and one that warms acts once its verdict is in.
 	out := make([]Tended, len(s.inputs))
-	for i := range s.inputs {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	for _, warming := range []bool{false, true} {
+		if warming {
+			t.warmAll(ctx, plans)
 		}
-		out[i] = t.act(ctx, s, views[i], plans[i])
+		for i := range s.inputs {
+			if (plans[i].Warm != nil) != warming {
+				continue
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			out[i] = t.act(ctx, s, views[i], plans[i])
+		}
 	}
 	t.mu.Lock()
 	t.last = RoundResult{Tended: t.now(), Applications: out}

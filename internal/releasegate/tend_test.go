@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -435,5 +436,49 @@ func TestReleasesReadsOncePer15s(t *testing.T) {
 	askRefused()
 	if n := refusedCount.Total(); n <= one {
 		t.Fatal("a failed read answered past 15 s")
+	}
+}
+
+// warmerFunc is a Warmer made of a function.
+type warmerFunc func(ctx context.Context, hosts, paths []string) (probe.Warmup, error)
+
+func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (probe.Warmup, error) {
+	return f(ctx, hosts, paths)
+}
+
+// A round's starts act on what the round read, before its warmups, which can
+// take seconds each: no migration waits on another Application's warmup.
+func TestARoundStartsBeforeItWarms(t *testing.T) {
+	cp := testenv.Own(t)
+	kube, err := releasegate.NewKube(grant(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsA, nsC := cp.Namespace(t), cp.Namespace(t)
+	serving := &app{ns: nsA, name: "docs",
+		members: []member{{process: "docs", phase: "Succeeded", applied: "d-1", promoted: "d-1", image: "docs:1", primaryImage: "docs:1",
+			hosts: `["docs.example.com"]`, paths: `["/"]`}}}
+	proven := &app{ns: nsC, name: "shop", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
+		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
+		record:  &releasegate.Record{Namespace: nsC, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+	serving.apply(t, cp)
+	proven.apply(t, cp)
+
+	var warmups int
+	var startedFirst bool
+	warmer := warmerFunc(func(ctx context.Context, _, _ []string) (probe.Warmup, error) {
+		warmups++
+		j, err := cp.Kube.BatchV1().Jobs(nsC).Get(ctx, "shop-migration-"+tag, metav1.GetOptions{})
+		startedFirst = err == nil && j.Spec.Suspend != nil && !*j.Spec.Suspend
+		return probe.Warmup{Requests: 1}, nil
+	})
+	logs := &testenv.LogBuffer{}
+	tender := releasegate.NewTender(kube, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	if err := tender.Round(context.Background()); err != nil {
+		t.Fatalf("round: %v\n%s", err, logs)
+	}
+	if warmups != 1 || !startedFirst {
+		t.Fatalf("%d warmups; the migration started before the warmup: %v\n%s", warmups, startedFirst, logs)
 	}
 }
