@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 )
 
 // DefaultPageSize is how many objects one list request asks for.
@@ -27,14 +29,9 @@ type Kube struct {
 // NewKube connects with cfg, asking for protobuf, which lists of thousands of
 // pods decode several times faster than JSON.
 func NewKube(cfg *rest.Config) (*Kube, error) {
-	cfg = rest.CopyConfig(cfg)
+	cfg = kubeclient.Paced(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	// client-go's default of 5 requests a second would stretch the pages of
-	// one capture over seconds; a capture is a short burst every few minutes.
-	if cfg.QPS == 0 && cfg.Burst == 0 {
-		cfg.QPS, cfg.Burst = 50, 100
-	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("a Kubernetes client: %w", err)

@@ -52,3 +52,22 @@ func Config(getenv func(string) string) (*rest.Config, error) {
 func LogAsJSON(w io.Writer) {
 	klog.SetSlogLogger(slog.New(slog.NewJSONHandler(w, nil)))
 }
+
+// BurstQPS and Burst are the pace a service reads the cluster at when its
+// configuration sets none: client-go's default of 5 requests a second, with a burst of
+// 10, would stretch one pass over thousands of objects past its interval.
+// The API server's priority and fairness still bounds it.
+const (
+	BurstQPS = 50
+	Burst    = 100
+)
+
+// Paced is a copy of cfg that reads at BurstQPS when cfg sets no pace of
+// its own.
+func Paced(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.Burst == 0 {
+		cfg.QPS, cfg.Burst = BurstQPS, Burst
+	}
+	return cfg
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
@@ -96,5 +97,20 @@ func TestLogAsJSON(t *testing.T) {
 	}
 	if line["msg"] != "Failed to watch" || line["err"] != "watch closed" || line["reflector"] != "pods" {
 		t.Fatalf("the line lost what klog said: %v", line)
+	}
+}
+
+// A configuration with no pace reads at the services' own; one with a pace
+// keeps it; the caller's configuration is never changed.
+func TestPaced(t *testing.T) {
+	unset := &rest.Config{Host: "https://127.0.0.1:6443"}
+	if got := kubeclient.Paced(unset); got.QPS != kubeclient.BurstQPS || got.Burst != kubeclient.Burst || got.Host != unset.Host {
+		t.Errorf("Paced(unset) = %v/%d", got.QPS, got.Burst)
+	}
+	if unset.QPS != 0 || unset.Burst != 0 {
+		t.Error("Paced changed the caller's configuration")
+	}
+	if got := kubeclient.Paced(&rest.Config{QPS: -1}); got.QPS != -1 || got.Burst != 0 {
+		t.Errorf("Paced(unlimited) = %v/%d, want it kept", got.QPS, got.Burst)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 )
 
@@ -69,7 +70,7 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 			return nil, err
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(kubeclient.Paced(cfg), client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
