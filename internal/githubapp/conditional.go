@@ -9,10 +9,13 @@ import (
 )
 
 // Bounds of the conditional-request cache: a response larger than
-// maxCachedBody is not kept, and at most maxCachedResponses are.
+// maxCachedBody is not kept, and at most maxCachedBytes of bodies are. A
+// bound in bytes, not responses, keeps a pass's every read however many
+// units it reads: a pass asks for the same URLs in the same order, so a
+// cache smaller than a pass would evict each entry just before its use.
 const (
-	maxCachedBody      = 4 << 20
-	maxCachedResponses = 1024
+	maxCachedBody  = 4 << 20
+	maxCachedBytes = 64 << 20
 )
 
 // FromCacheHeader marks a response served from the cache after GitHub
@@ -29,6 +32,7 @@ type conditional struct {
 	mu      sync.Mutex
 	entries map[string]cached
 	order   []string
+	size    int // bytes of the kept bodies and keys
 }
 
 type cached struct {
@@ -104,12 +108,17 @@ type readThenClose struct {
 func (c *conditional) keep(key string, entry cached) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[key]; !ok {
+	if old, ok := c.entries[key]; ok {
+		c.size -= len(key) + len(old.body)
+	} else {
 		c.order = append(c.order, key)
-		if len(c.order) > maxCachedResponses {
-			delete(c.entries, c.order[0])
-			c.order = c.order[1:]
-		}
 	}
 	c.entries[key] = entry
+	c.size += len(key) + len(entry.body)
+	for c.size > maxCachedBytes {
+		oldest := c.order[0]
+		c.size -= len(oldest) + len(c.entries[oldest].body)
+		delete(c.entries, oldest)
+		c.order = c.order[1:]
+	}
 }
