@@ -20,9 +20,12 @@ const (
 	// DefaultRequestTimeout is how long a request may wait for an answer
 	// before it counts as failed.
 	DefaultRequestTimeout = 2 * time.Second
-	// DefaultConcurrency bounds the requests in flight for one question; it
-	// lets one iteration's 3 rounds over 10 paths run at once.
-	DefaultConcurrency = 32
+	// DefaultConcurrency bounds the requests in flight for one question. It
+	// lets every request of one iteration (Rounds over MaxPaths and the
+	// readiness path) run at once, so each has its whole request timeout
+	// inside the budget: a copy that answers every request in time is never
+	// cut by the budget and scored as unanswered.
+	DefaultConcurrency = (MaxPaths + 1) * Rounds
 	// DefaultBudget is how long one iteration's own traffic may take in
 	// all: a copy that answers none of many paths runs out of it before
 	// every wave of requests was made. A caller answering under a deadline

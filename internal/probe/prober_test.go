@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"net"
 	"net/http"
@@ -293,6 +294,24 @@ func TestOwnTrafficCutByItsBudgetCountsTheRestUnanswered(t *testing.T) {
 	cancel()
 	if _, err := p.OwnTraffic(gone, m.base(t), paths); err == nil {
 		t.Fatal("traffic for an asker that left returned figures")
+	}
+}
+
+// A copy that answers every request in time passes at the production
+// settings, however many paths it is handed: no request is cut by the
+// budget for waiting on a slot.
+func TestOwnTrafficAtTheMostPathsCutsNothingAnsweredInTime(t *testing.T) {
+	m := newMember(t, slowHandler(700*time.Millisecond))
+	paths := make([]string, MaxPaths+1)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/p%d", i)
+	}
+	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if traffic.Requests != Rounds*len(paths) || traffic.Failed != 0 {
+		t.Fatalf("traffic %+v, want all %d answered", traffic, Rounds*len(paths))
 	}
 }
 
