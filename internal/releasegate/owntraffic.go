@@ -172,8 +172,9 @@ type ProtectedTarget struct {
 // but no member, a member that is not one, or a path that is not URL path
 // segments are a question the gate cannot answer. A protectedBy member that
 // did not change in the release is not asked (its copy was proven when it
-// was released); one that changed is asked at its Canary service, whose port
-// must be set. request is false when the answer is already decided.
+// was released), nor one already promoted in it (proven when it asked for
+// its promotion); one that changed is asked at its Canary service, whose
+// port must be set. request is false when the answer is already decided.
 func PlanProtected(q Question, in *Inputs, members []MemberState, barrier Answer) (target ProtectedTarget, answer Answer, request bool) {
 	if in.ProtectedPath == "" && in.ProtectedBy == "" {
 		return ProtectedTarget{}, barrier, false
@@ -207,6 +208,13 @@ func PlanProtected(q Question, in *Inputs, members []MemberState, barrier Answer
 		if unchanged, _ := Unchanged(m); unchanged {
 			return ProtectedTarget{}, barrier, false
 		}
+	}
+	if m.Process != q.Process && PassedOnRecord(q, m) && m.Canary.Phase != PhaseWaitingPromotion {
+		// Promoted at this revision, or being promoted: it passed this very
+		// check when it asked for its own promotion, and Flagger has scaled
+		// its new copy down or is about to, so its Canary service may answer
+		// nothing now.
+		return ProtectedTarget{}, barrier, false
 	}
 	base, err := probe.CanaryBase(m.Process, q.Namespace, m.Canary.Port)
 	if err != nil {
