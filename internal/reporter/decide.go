@@ -92,7 +92,10 @@ type Status struct {
 type Input struct {
 	Project, Version string
 	// Pin is the digest the unit's source is pinned to (spec.ref.digest).
-	Pin     string
+	Pin string
+	// Source is the source's Ready condition about the spec pinning Pin;
+	// empty while the source controller has not seen that spec.
+	Source  Condition
 	Unit    Unit
 	Members []Member
 	Gate    Gate
@@ -164,11 +167,19 @@ func Decide(in Input) Decision {
 func stage(in Input) (Status, bool) {
 	fluxFailed := in.Unit.Ready.Status == "False" && in.Unit.Ready.Reason != dependencyNotReady &&
 		RevisionDigest(in.Unit.AttemptedRevision) == in.Pin
-	failedToApply := Status{State: StateFailure, Description: fmt.Sprintf("Flux could not apply %s %s: %s: %s",
-		in.Project, in.Version, in.Unit.Ready.Reason, withoutElapsed(oneLine(in.Unit.Ready.Message)))}
+	couldNotApply := func(why Condition) Status {
+		return Status{State: StateFailure, Description: fmt.Sprintf("Flux could not apply %s %s: %s: %s",
+			in.Project, in.Version, why.Reason, withoutElapsed(oneLine(why.Message)))}
+	}
+	failedToApply := couldNotApply(in.Unit.Ready)
 	if !in.Applied() {
-		if fluxFailed {
+		switch {
+		case fluxFailed:
 			return failedToApply, true
+		case in.Source.Status == "False":
+			// The source cannot fetch or verify the pin, so the unit goes on
+			// applying the release before and never attempts this one.
+			return couldNotApply(in.Source), true
 		}
 		return Status{Description: "Flux has not applied " + in.Pin + " yet"}, false
 	}

@@ -70,6 +70,14 @@ func TestDecide(t *testing.T) {
 		{"Flux could not apply this release", in(func(i *Input) {
 			i.Unit = Unit{AppliedRevision: oldPin, AttemptedRevision: pin, Ready: Condition{Status: "False", Reason: "BuildFailed", Message: "kustomize build failed:\n  accumulating resources"}}
 		}), StateFailure, "Flux could not apply auth 1.4.0: BuildFailed: kustomize build failed: accumulating resources"},
+		{"the source cannot fetch or verify the pin: the unit never attempts it", in(func(i *Input) {
+			i.Unit = Unit{AppliedRevision: "latest@" + oldPin, AttemptedRevision: "latest@" + oldPin, Ready: Condition{Status: "True"}}
+			i.Source = Condition{Status: "False", Reason: "OCIArtifactPullFailed", Message: "failed to pull artifact:\n  manifest unknown"}
+		}), StateFailure, "Flux could not apply auth 1.4.0: OCIArtifactPullFailed: failed to pull artifact: manifest unknown"},
+		{"the source still fetching the pin is no failure", in(func(i *Input) {
+			i.Unit = Unit{AppliedRevision: "latest@" + oldPin, AttemptedRevision: "latest@" + oldPin, Ready: Condition{Status: "True"}}
+			i.Source = Condition{Status: "Unknown", Reason: "Progressing"}
+		}), "", ""},
 		{"a failure on an earlier attempt is not this release's", in(func(i *Input) {
 			i.Unit = Unit{AppliedRevision: oldPin, AttemptedRevision: oldPin, Ready: Condition{Status: "False", Reason: "BuildFailed"}}
 		}), "", ""},

@@ -155,7 +155,10 @@ type unit struct {
 	pin                         string
 	applied, attempted          string
 	ready, reason, message      string
-	canaries                    []string
+	// sourceReady, when set, is the OCIRepository's Ready status about its
+	// spec, with sourceReason and sourceMessage.
+	sourceReady, sourceReason, sourceMessage string
+	canaries                                 []string
 	noAnnotations               bool
 }
 
@@ -176,6 +179,15 @@ func (w *world) unitYAML(u unit) string {
 	if u.ready == "" {
 		u.ready, u.reason = "True", "ReconciliationSucceeded"
 	}
+	sourceStatus := ""
+	if u.sourceReady != "" {
+		sourceStatus = fmt.Sprintf(`
+status:
+  observedGeneration: 1
+  conditions:
+    - {type: Ready, status: %q, reason: %s, message: %q, lastTransitionTime: "2026-11-30T10:00:00Z"}`,
+			u.sourceReady, u.sourceReason, u.sourceMessage)
+	}
 	var entries []string
 	for _, c := range u.canaries {
 		entries = append(entries, fmt.Sprintf("{id: %s_%s_flagger.app_Canary, v: v1beta1}", w.appNS, c))
@@ -188,7 +200,7 @@ metadata: {name: project-%[1]s, namespace: %[2]s}
 spec:
   interval: 10m
   url: oci://registry.example/estate/%[1]s
-  ref: {digest: "%[3]s"}
+  ref: {digest: "%[3]s"}%[11]s
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -209,7 +221,7 @@ status:
     - {type: Ready, status: "%[7]s", reason: %[8]s, message: %[9]q, lastTransitionTime: "2026-11-30T10:00:00Z"}
   inventory: {entries: [%[10]s]}
 `,
-		u.project, w.fluxNS, u.pin, annotations, u.applied, u.attempted, u.ready, u.reason, u.message, strings.Join(entries, ", "))
+		u.project, w.fluxNS, u.pin, annotations, u.applied, u.attempted, u.ready, u.reason, u.message, strings.Join(entries, ", "), sourceStatus)
 }
 
 // canary is a member's Canary and its two Deployments.

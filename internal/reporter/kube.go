@@ -11,6 +11,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -27,8 +28,9 @@ const UnitPrefix = "project-"
 type Cluster interface {
 	// Units lists the Kustomizations named project-<project> in namespace.
 	Units(ctx context.Context, namespace string) ([]UnitObject, error)
-	// Pin reads the digest an OCIRepository is pinned to.
-	Pin(ctx context.Context, namespace, name string) (string, error)
+	// Source reads the OCIRepository a unit applies: its pin and whether
+	// it could fetch it.
+	Source(ctx context.Context, namespace, name string) (Source, error)
 	// Member reads a Canary and the Deployments it promotes between;
 	// HasCanary is false when the Canary is not there.
 	Member(ctx context.Context, canary types.NamespacedName) (Member, error)
@@ -115,9 +117,7 @@ func unitOf(ks *kustomizev1.Kustomization) (UnitObject, bool) {
 	if u.Source.Namespace == "" {
 		u.Source.Namespace = ks.Namespace
 	}
-	if c := apimeta.FindStatusCondition(ks.Status.Conditions, "Ready"); c != nil {
-		u.Unit.Ready = Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
-	}
+	u.Unit.Ready = readyOf(ks.Status.Conditions)
 	if ks.Status.Inventory != nil {
 		for _, e := range ks.Status.Inventory.Entries {
 			if c, ok := InventoryCanary(e.ID); ok {
@@ -138,19 +138,42 @@ func InventoryCanary(id string) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: parts[0], Name: parts[1]}, true
 }
 
-// Pin reads an OCIRepository's spec.ref.digest.
-func (k *Kube) Pin(ctx context.Context, namespace, name string) (string, error) {
+// readyOf is a Flux object's Ready condition; empty when it has none.
+func readyOf(conditions []metav1.Condition) Condition {
+	c := apimeta.FindStatusCondition(conditions, "Ready")
+	if c == nil {
+		return Condition{}
+	}
+	return Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+}
+
+// Source is what the Reporter reads of an OCIRepository.
+type Source struct {
+	// Pin is spec.ref.digest.
+	Pin string
+	// Ready is its Ready condition once the source controller has seen the
+	// spec that pins Pin (status.observedGeneration is the object's
+	// generation); before that it speaks of an earlier spec, so it is empty.
+	Ready Condition
+}
+
+// Source reads an OCIRepository: its pin and whether it could fetch it.
+func (k *Kube) Source(ctx context.Context, namespace, name string) (Source, error) {
 	var repo sourcev1.OCIRepository
 	if err := k.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &repo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("read OCIRepository %s/%s: %w", namespace, name, ErrNotFound)
+			return Source{}, fmt.Errorf("read OCIRepository %s/%s: %w", namespace, name, ErrNotFound)
 		}
-		return "", fmt.Errorf("read OCIRepository %s/%s: %w", namespace, name, err)
+		return Source{}, fmt.Errorf("read OCIRepository %s/%s: %w", namespace, name, err)
 	}
 	if repo.Spec.Reference == nil || repo.Spec.Reference.Digest == "" {
-		return "", fmt.Errorf("the OCIRepository %s/%s is not pinned to a digest (spec.ref.digest): %w", namespace, name, ErrNotFound)
+		return Source{}, fmt.Errorf("the OCIRepository %s/%s is not pinned to a digest (spec.ref.digest): %w", namespace, name, ErrNotFound)
 	}
-	return repo.Spec.Reference.Digest, nil
+	src := Source{Pin: repo.Spec.Reference.Digest}
+	if repo.Status.ObservedGeneration == repo.Generation {
+		src.Ready = readyOf(repo.Status.Conditions)
+	}
+	return src, nil
 }
 
 // Member reads a Canary, then its target Deployment and the primary.

@@ -103,7 +103,7 @@ func (p *pass) unit(ctx context.Context, u UnitObject) error {
 		p.r.skip(u.Name, "it applies a "+u.SourceKind+", not an OCIRepository pin")
 		return nil
 	}
-	pin, err := p.r.Cluster.Pin(ctx, u.Source.Namespace, u.Source.Name)
+	source, err := p.r.Cluster.Source(ctx, u.Source.Namespace, u.Source.Name)
 	if errors.Is(err, ErrNotFound) {
 		p.r.skip(u.Name, err.Error())
 		return nil
@@ -130,7 +130,7 @@ func (p *pass) unit(ctx context.Context, u UnitObject) error {
 		return err
 	}
 	in := Input{
-		Project: u.Project, Version: rollout.Version, Pin: pin, Unit: u.Unit,
+		Project: u.Project, Version: rollout.Version, Pin: source.Pin, Source: source.Ready, Unit: u.Unit,
 		DeploymentCreated: d.CreatedAt, RolloutURL: rollout.URL, Latest: statuses.Latest,
 	}
 	if Final(in.Latest) {

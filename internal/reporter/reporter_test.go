@@ -280,3 +280,17 @@ func TestGitHubFailureFailsThePassButNotTheOtherUnits(t *testing.T) {
 		t.Fatalf("docs after recovery: %+v", got)
 	}
 }
+
+// A pin the source cannot fetch or verify is a failure: the unit goes on
+// applying the release before and would never attempt this one.
+func TestAPinTheSourceCannotFetchFails(t *testing.T) {
+	w := newWorld(t)
+	r := w.reporter()
+	id := w.deployment(repo, "auth", "1.4.0")
+	u := authUnit(w)
+	u.applied, u.attempted = "latest@"+oldPin, "latest@"+oldPin
+	u.sourceReady, u.sourceReason, u.sourceMessage = "False", "OCIArtifactPullFailed", "failed to pull artifact: manifest unknown"
+	w.applyUnit(u)
+	w.pass(r)
+	expect(t, w, id, 1, StateFailure, "Flux could not apply auth 1.4.0: OCIArtifactPullFailed: failed to pull artifact: manifest unknown")
+}
