@@ -41,6 +41,11 @@ type Record struct {
 	Since  *time.Time `json:"since,omitempty"`
 	// Warmup is what warming Serving (or an earlier serving revision) up met.
 	Warmup *WarmupRecord `json:"warmup,omitempty"`
+	// Migrated is a revision whose migration ran and that neither came to
+	// serve nor was undone: the schema is no longer Serving's, whatever
+	// serves, so no later migration starts under a proof against Serving
+	// until the operator clears it.
+	Migrated string `json:"migrated,omitempty"`
 }
 
 // WarmupRecord is what warmup met for one revision. A revision is warmed
@@ -95,7 +100,7 @@ func DecodeRecord(namespace, application string, data map[string]string) (Record
 	case r.Application != application:
 		return Record{}, fmt.Errorf("record %s names Application %q, not %q", name, clip(r.Application), application)
 	}
-	for what, rev := range map[string]string{"serving": r.Serving, "pinned": r.Pinned} {
+	for what, rev := range map[string]string{"serving": r.Serving, "pinned": r.Pinned, "migrated": r.Migrated} {
 		if rev != "" && !revisionPattern.MatchString(rev) {
 			return Record{}, fmt.Errorf("record %s: %s %q is not a revision", name, what, clip(rev))
 		}

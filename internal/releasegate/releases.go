@@ -63,6 +63,9 @@ type ReleaseRecord struct {
 	Pinned  *string        `json:"pinned"`
 	Since   *time.Time     `json:"since"`
 	Warmup  *ReleaseWarmup `json:"warmup"`
+	// Migrated is a revision whose migration ran and that neither served
+	// nor was undone: the schema is no longer Serving's.
+	Migrated *string `json:"migrated"`
 }
 
 // ReleaseWarmup is what warmup met.
@@ -110,7 +113,7 @@ func releasesOf(s *snapshot, namespace string, readAt time.Time) Releases {
 			}
 		}
 		if r := v.Record; r != nil {
-			a.Record = &ReleaseRecord{Serving: orNull(r.Serving), Pinned: orNull(r.Pinned), Since: r.Since}
+			a.Record = &ReleaseRecord{Serving: orNull(r.Serving), Pinned: orNull(r.Pinned), Since: r.Since, Migrated: orNull(r.Migrated)}
 			if w := r.Warmup; w != nil {
 				a.Record.Warmup = &ReleaseWarmup{Revision: w.Revision, Warmed: w.Warmed, Failed: w.Failed}
 			}

@@ -383,7 +383,7 @@ func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan
 	if h := p.Held; h != nil {
 		o.Held = h
 		log.LogAttrs(ctx, slog.LevelWarn, "release held", slog.String("serving", h.Serving),
-			slog.String("pinned", h.Pinned), slog.String("reason", h.Reason))
+			slog.String("pinned", h.Pinned), slog.String("reason", h.Reason), slog.String("cause", h.Cause))
 	}
 	if n := p.NotUndone; n != nil {
 		o.NotUndone = n

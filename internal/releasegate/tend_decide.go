@@ -87,7 +87,9 @@ type JobStart struct {
 
 // Held is a held release: the pair it is reported as, and why.
 type Held struct {
-	Reason  string
+	Reason string
+	// Cause says what holds it, in words, for the log.
+	Cause   string
 	Serving string
 	Pinned  string
 	Since   time.Time
@@ -226,6 +228,9 @@ func PrimariesMoved(rec Record, members []MemberView) (bool, string) {
 // revision is the inputs' testedAgainst and no primary's digest moved since.
 // A release proven against nothing holds only where nothing serves.
 func ProofHolds(mig *Migration, rec Record, members []MemberView) (bool, string) {
+	if rec.Migrated != "" && rec.Migrated != rec.Pinned {
+		return false, "the migration of " + RevisionTag(rec.Migrated) + " was left applied"
+	}
 	if mig.TestedAgainst == "" {
 		if rec.Serving != "" {
 			return false, "proven against nothing, but " + RevisionTag(rec.Serving) + " serves"
@@ -407,6 +412,9 @@ func Tend(v ApplicationView) Plan {
 		switch {
 		case serves:
 			next.Serving, next.Primaries, next.Pinned, next.Since = pinned, primaryDigests(v.Members), "", nil
+			if next.Migrated == pinned {
+				next.Migrated = "" // its schema is what serves now
+			}
 		case pinned == rec.Serving:
 			next.Pinned, next.Since = "", nil
 			// A change Flagger had not seen yet when the revision came to
@@ -440,13 +448,19 @@ func Tend(v ApplicationView) Plan {
 // serving: start its migration, hold it, undo it.
 func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 	deadline, _ := time.ParseDuration(v.Inputs.Deadline)
-	hold := func(reason string) {
-		p.Held = &Held{Reason: reason, Serving: next.Serving, Pinned: next.Pinned, Since: *next.Since, Deadline: deadline}
+	hold := func(reason, cause string) {
+		p.Held = &Held{Reason: reason, Cause: cause, Serving: next.Serving, Pinned: next.Pinned, Since: *next.Since, Deadline: deadline}
 	}
-	failed, _ := FailedSince(v.Members, next.Pinned, *next.Since)
+	migrated := func() {
+		if p.Record.Migrated != next.Pinned {
+			p.Record.Migrated, p.Write = next.Pinned, true
+		}
+	}
+	failed, who := FailedSince(v.Members, next.Pinned, *next.Since)
+	analysisFailed := func() { hold(HeldAnalysisFailed, "Flagger failed "+who) }
 	if mig == nil {
 		if failed {
-			hold(HeldAnalysisFailed)
+			analysisFailed()
 		}
 		return
 	}
@@ -456,33 +470,40 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 		// The render has not applied this revision's Job yet: nothing to
 		// start or undo, but a release Flagger failed is held all the same.
 		if failed {
-			hold(HeldAnalysisFailed)
+			analysisFailed()
 		}
 		return
 	}
+	// A migration that started may have changed the schema, even one that
+	// failed (its changesets commit one by one): it stays recorded until
+	// its release serves or its down completes.
+	if !up.Suspended {
+		migrated()
+	}
 	switch {
 	case up.Failed:
-		hold(HeldMigrationFailed)
+		hold(HeldMigrationFailed, "Job "+up.Name+" failed")
 	case up.Suspended && failed:
 		// Flagger gave the release up before its migration ran: nothing
 		// to start, and nothing ran to undo.
-		hold(HeldAnalysisFailed)
+		analysisFailed()
 		return
 	case up.Suspended:
-		if holds, _ := ProofHolds(mig, next, v.Members); holds {
+		if holds, why := ProofHolds(mig, next, v.Members); holds {
 			p.Start = startOf(up)
+			migrated()
 		} else {
-			hold(HeldStaleProof)
+			hold(HeldStaleProof, why)
 		}
 		return
 	case !up.Complete:
 		// Running: it is undone, if at all, once it ends.
 		if failed {
-			hold(HeldAnalysisFailed)
+			analysisFailed()
 		}
 		return
 	case failed:
-		hold(HeldAnalysisFailed)
+		analysisFailed()
 	default:
 		return
 	}
@@ -514,8 +535,15 @@ func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag str
 	case down.Failed:
 		refuse(UndoDownFailed)
 		return
-	case down.Complete || !down.Suspended:
-		return // undone, or being undone
+	case down.Complete:
+		// Undone: the schema is the proven revision's again.
+		if p.Record.Migrated == next.Pinned {
+			p.Record.Migrated = ""
+			p.Write = true
+		}
+		return
+	case !down.Suspended:
+		return // being undone
 	}
 	if next.Serving != mig.TestedAgainst {
 		refuse(UndoPrimariesMoved)

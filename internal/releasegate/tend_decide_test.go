@@ -70,8 +70,11 @@ func promoted(v *ApplicationView) {
 	m.Primary = deployment("auth-api-primary", container("api:2"))
 }
 
+// migrated completes rev's migration, which an earlier round recorded as
+// started.
 func migrated(v *ApplicationView) {
 	v.Jobs[0] = mjob(upJob, false, true, false)
+	v.Record.Migrated = rev
 }
 
 func failedAt(at time.Time) func(v *ApplicationView) {
@@ -103,7 +106,10 @@ func TestTendRecordsWhatServes(t *testing.T) {
 		{"a spec Flagger has not promoted: not yet",
 			scene(migrated, promoted, func(v *ApplicationView) { v.Members[0].Canary.LastAppliedSpec = "api-3" }), prevRev, rev, false, false},
 		{"members unchanged but the revision's migration not complete: not yet",
-			scene(func(v *ApplicationView) { v.Members[0] = mv("auth-api", PhaseSucceeded, "api-1", "api:1", "api:1") }),
+			scene(func(v *ApplicationView) {
+				v.Members[0] = mv("auth-api", PhaseSucceeded, "api-1", "api:1", "api:1")
+				v.Jobs[0].Suspended, v.Record.Migrated = false, rev
+			}),
 			prevRev, rev, false, false},
 		{"members unchanged and the revision's migration Job not applied yet: not yet",
 			scene(func(v *ApplicationView) {
@@ -521,5 +527,56 @@ func TestTendReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
 				t.Fatalf("a plan that still needs the Deployments acts: %+v", p)
 			}
 		})
+	}
+}
+
+// A migration that ran is recorded until its release serves or its down
+// completes; while a migration of another release is recorded, no later
+// migration starts under a proof against what serves.
+func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
+	nextTag := RevisionTag(otherRev)
+	// superseded: rev's migration ran and was left applied, and the render
+	// now carries otherRev, proven against prevRev like rev was.
+	superseded := func(v *ApplicationView) {
+		v.Record.Migrated = rev
+		for i := range v.Members {
+			v.Members[i].Canary.Webhooks = hooks("auth", otherRev)
+		}
+		v.Jobs = []MigrationJob{mjob("auth-migration-"+nextTag, true, false, false), mjob("auth-migration-down-"+nextTag, true, false, false)}
+	}
+	cases := []struct {
+		name     string
+		view     ApplicationView
+		migrated string
+		write    bool
+		start    bool
+		held     string
+	}{
+		{"a migration the round starts is recorded with the start", scene(), rev, true, true, ""},
+		{"a migration found running is recorded", scene(func(v *ApplicationView) { v.Jobs[0].Suspended = false }), rev, true, false, ""},
+		{"one found failed is recorded too: its changesets may have committed",
+			scene(func(v *ApplicationView) { v.Jobs[0] = mjob(upJob, false, false, true) }), rev, true, false, HeldMigrationFailed},
+		{"its release serving clears it", scene(promoted, migrated), "", true, false, ""},
+		{"its down complete clears it",
+			scene(migrated, failedAt(t0), func(v *ApplicationView) { v.Jobs[1] = mjob(downJob, false, true, false) }), "", true, false, HeldAnalysisFailed},
+		{"a later release is held while it stands, whatever its own proof says", scene(superseded), rev, true, false, HeldStaleProof},
+		{"a start whose patch did not land is made again", scene(func(v *ApplicationView) { v.Record.Migrated = rev }), rev, false, true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			held := ""
+			if p.Held != nil {
+				held = p.Held.Reason
+			}
+			if p.Record.Migrated != c.migrated || p.Write != c.write || (p.Start != nil) != c.start || held != c.held {
+				t.Fatalf("migrated %q write %v start %v held %q; want %q %v %v %q",
+					RevisionTag(p.Record.Migrated), p.Write, p.Start != nil, held, RevisionTag(c.migrated), c.write, c.start, c.held)
+			}
+		})
+	}
+	p := Tend(scene(superseded))
+	if p.Held == nil || !strings.Contains(p.Held.Cause, "migration of "+tag+" was left applied") {
+		t.Fatalf("held %+v, want the cause named", p.Held)
 	}
 }

@@ -88,7 +88,7 @@ func (g *standInGate) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		apps = append(apps, map[string]any{
 			"namespace": ns, "application": app, "members": []any{}, "migration": nil, "unreadable": nil,
-			"record": map[string]any{"serving": wu.Revision, "pinned": nil, "since": nil,
+			"record": map[string]any{"serving": wu.Revision, "pinned": nil, "since": nil, "migrated": nil,
 				"warmup": map[string]any{"revision": wu.Revision, "warmed": wu.Warmed, "failed": failed}},
 		})
 	}
@@ -159,7 +159,7 @@ type unit struct {
 	// spec, with sourceReason and sourceMessage.
 	sourceReady, sourceReason, sourceMessage string
 	canaries                                 []string
-	noAnnotations               bool
+	noAnnotations                            bool
 }
 
 func (w *world) applyUnit(u unit) {

@@ -12,9 +12,9 @@ import (
 // releasesAnswer is a GET /releases answer in the gate's published shape.
 const releasesAnswer = `{"readAt":"2026-11-30T10:00:00Z","truncated":false,"applications":[
  {"namespace":"auth-system","application":"auth","members":[{"process":"auth-api","revision":"` + revA + `"}],
-  "migration":null,"record":{"serving":"` + revA + `","pinned":null,"since":null,
+  "migration":null,"record":{"serving":"` + revA + `","pinned":null,"since":null,"migrated":null,
   "warmup":{"revision":"` + revA + `","warmed":true,"failed":null}},"unreadable":null},
- {"namespace":"shop-system","application":"shop","members":[],"migration":null,"record":{"serving":null,"pinned":"` + revB + `","since":"2026-11-30T09:00:00Z",
+ {"namespace":"shop-system","application":"shop","members":[],"migration":null,"record":{"serving":null,"pinned":"` + revB + `","since":"2026-11-30T09:00:00Z","migrated":"` + revB + `",
   "warmup":{"revision":"` + revB + `","warmed":false,"failed":{"request":"shop.example/cart","status":503}}},"unreadable":null},
  {"namespace":"new-system","application":"new","members":[],"migration":null,"record":null,"unreadable":"no inputs"}]}`
 
