@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // rateLimit is an installation's hourly budget on github.com.
@@ -14,13 +15,17 @@ const rateLimit = 5000
 // writeCacheable answers a GET as GitHub does for conditional requests: the
 // body with an ETag, or 304 Not Modified without a body when If-None-Match
 // names the current ETag. GitHub does not count a 304 against the rate limit.
+// GitHub's ETag belongs to the credential that read it too (its answers vary
+// on Authorization, and an ETag read with one installation token is no match
+// under the next), so the ETag hashes the Authorization header with the body.
 func writeCacheable(w http.ResponseWriter, r *http.Request, body any) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	sum := sha256.Sum256(data)
+	_, credential, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	sum := sha256.Sum256(append([]byte(credential+"\x00"), data...))
 	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "private, max-age=60, s-maxage=60")

@@ -340,11 +340,29 @@ func TestConditionalReadsCostNothing(t *testing.T) {
 	if used := fake.RateLimitUsed(); used != 1 {
 		t.Fatalf("rate limit used %d after one read and one 304", used)
 	}
+	// The ETag belongs to the token that read it: under the next token the
+	// same unchanged file is read, and paid for, again.
+	renewed, err := ghinstallation.New(http.DefaultTransport, fake.AppID, fake.InstallationID, fake.PrivateKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed.BaseURL = fake.URL()
+	first := token
+	if token, err = renewed.Token(ctx); err != nil || token == first {
+		t.Fatalf("a second token %q: %v", token, err)
+	}
+	if code := conditional(); code != http.StatusOK {
+		t.Fatalf("another token's ETag answered %d, want the file again", code)
+	}
+	if used := fake.RateLimitUsed(); used != 2 {
+		t.Fatalf("rate limit used %d", used)
+	}
+	token = first
 	fake.PutFile(repo, "cluster-state.yml", []byte("two\n"))
 	if code := conditional(); code != http.StatusOK {
 		t.Fatalf("a changed file answered %d", code)
 	}
-	if used := fake.RateLimitUsed(); used != 2 {
+	if used := fake.RateLimitUsed(); used != 3 {
 		t.Fatalf("rate limit used %d", used)
 	}
 }
