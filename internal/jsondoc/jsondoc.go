@@ -63,13 +63,69 @@ func (s *Schema) Validate(doc any) error {
 	return nil
 }
 
-// Parse reads JSON as the validator wants it: numbers kept exact.
+// Parse reads JSON as the validator wants it: numbers kept exact. A name
+// repeated in one object is refused: the validator would see the last of
+// its values and encoding/json merge them all, so a value the schema never
+// held would reach the Go types.
 func Parse(raw []byte) (any, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, errors.New(OneLine(err))
 	}
+	if err := repeatedName(raw); err != nil {
+		return nil, err
+	}
 	return doc, nil
+}
+
+// repeatedName finds a member name given twice in one object of a document
+// that parses, as written or escaped.
+func repeatedName(raw []byte) error {
+	type container struct {
+		names map[string]bool // nil for an array
+		// atName is true where an object's next token is a member name.
+		atName bool
+	}
+	var open []*container
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or trailing data the caller refuses itself
+		}
+		var top *container
+		if len(open) > 0 {
+			top = open[len(open)-1]
+		}
+		if delim, ok := tok.(json.Delim); ok {
+			switch delim {
+			case '{', '[':
+				if top != nil && top.names != nil {
+					top.atName = true // this object or array is the member's value
+				}
+				c := &container{atName: delim == '{'}
+				if delim == '{' {
+					c.names = map[string]bool{}
+				}
+				open = append(open, c)
+			default:
+				open = open[:len(open)-1]
+			}
+			continue
+		}
+		if top == nil || top.names == nil {
+			continue
+		}
+		if top.atName {
+			name, _ := tok.(string)
+			if top.names[name] {
+				return fmt.Errorf("the name %q appears twice in one object", name)
+			}
+			top.names[name] = true
+		}
+		top.atName = !top.atName
+	}
 }
 
 // ErrNotJSON marks a document that does not parse at all.

@@ -41,6 +41,8 @@ func TestDecodeStrict(t *testing.T) {
 		{"format asserted", `{"process":"a","seen":"yesterday"}`, jsondoc.ErrSchema, "/seen: "},
 		{"two causes on one line", `{"process":"A","port":0}`, jsondoc.ErrSchema, "; "},
 		{"trailing data", `{"process":"a"} {"process":"b"}`, jsondoc.ErrNotJSON, "not JSON"},
+		{"a name given twice: the schema would see only the last", `{"process":"A b","process":"a"}`, jsondoc.ErrNotJSON, `"process" appears twice`},
+		{"a name given twice, once escaped", `{"process":"a","p\u0072ocess":"b"}`, jsondoc.ErrNotJSON, `"process" appears twice`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,5 +78,23 @@ func TestMustCompilePanicsOnABrokenSchema(t *testing.T) {
 func TestOneLine(t *testing.T) {
 	if got := jsondoc.OneLine(errors.New("a\n  b")); got != "a b" {
 		t.Fatalf("OneLine = %q", got)
+	}
+}
+
+// Names may repeat across objects, and a name may be a value; only a name
+// given twice in one object is refused.
+func TestParseRefusesANameGivenTwiceInOneObject(t *testing.T) {
+	for doc, refused := range map[string]bool{
+		`{"a":{"b":1},"c":{"b":2},"b":[{"b":3},{"b":4}]}`: false,
+		`{"a":"a","b":["a","a"],"c":{"a":"a"}}`:           false,
+		`[{"a":1},{"a":1}]`:                               false,
+		`{"a":{"b":1,"b":2}}`:                             true,
+		`{"a":[{"b":1},{"c":2,"c":3}]}`:                   true,
+		`{"a":{},"a":[]}`:                                 true,
+		`{"a":[1,{"x":{}}],"b":2,"a":3}`:                  true,
+	} {
+		if _, err := jsondoc.Parse([]byte(doc)); (err != nil) != refused {
+			t.Errorf("Parse(%s) = %v, want refused %v", doc, err, refused)
+		}
 	}
 }
