@@ -2,8 +2,8 @@ package probe
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
