@@ -137,6 +137,8 @@ func TestAdoptionKeepsTheOldLogin(t *testing.T) {
 	f.pg.Psql(t, "postgres", `CREATE ROLE legacy LOGIN PASSWORD 'legacy-pw'; CREATE DATABASE knowledge_db OWNER legacy;`)
 	// A schema the superuser keeps, as public was before PostgreSQL 15.
 	f.pg.Psql(t, "knowledge_db", `CREATE SCHEMA shared; GRANT USAGE, CREATE ON SCHEMA shared TO legacy;`)
+	// Another role's table in that schema, which the data role must not gain.
+	f.pg.Psql(t, "knowledge_db", `CREATE ROLE auditor; CREATE TABLE shared.audit (entry text); ALTER TABLE shared.audit OWNER TO auditor;`)
 	ctx := context.Background()
 	legacy := f.connectAs(t, "knowledge_db", "legacy", "legacy-pw")
 	// legacy's own default privileges are its too, but REASSIGN OWNED leaves
@@ -178,6 +180,10 @@ func TestAdoptionKeepsTheOldLogin(t *testing.T) {
 	}
 	if _, err := data.Exec(ctx, `INSERT INTO shared.items VALUES (1)`); err != nil {
 		t.Errorf("data login cannot write the adopted table in the superuser's schema: %v", err)
+	}
+	if got := f.psqlOne(t, "knowledge_db", `SELECT has_table_privilege('knowledge-data', 'shared.audit', 'SELECT')
+		OR has_table_privilege('knowledge-data', 'shared.audit', 'DELETE')`); got != "f" {
+		t.Errorf("the data role was granted another role's table in the superuser's schema")
 	}
 
 	// docs.later belongs to legacy: the next run hands it over and grants it.

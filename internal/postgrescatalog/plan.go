@@ -86,6 +86,11 @@ type Inside struct {
 	SchemasWithoutUsage    []string `json:"schemasWithoutUsage"`
 	SchemasLackingTables   []string `json:"schemasLackingTables"`
 	SchemasLackingSequence []string `json:"schemasLackingSequences"`
+	// TablesLacking and SequencesLacking are the owner's own relations,
+	// each [schema, name], that the data role cannot read and write in a
+	// schema another role owns.
+	TablesLacking    [][2]string `json:"tablesLacking"`
+	SequencesLacking [][2]string `json:"sequencesLacking"`
 	// Defaults maps a pg_default_acl object type to what the owner's
 	// database-wide default ACL grants the data role.
 	Defaults map[string][]string `json:"defaults"`
@@ -162,7 +167,8 @@ func PlanShared(p Project, s Shared) (roles []Statement, createDatabase *Stateme
 }
 
 // PlanGrants decides step 5 inside the database: USAGE on each of the
-// owner's schemas, read and write on every table and sequence in them, and
+// owner's schemas, read and write on every table and sequence in the schemas
+// it owns and on its own tables and sequences in schemas it does not, and
 // the owner's database-wide default privileges, which cover what the owner
 // creates later in any schema.
 func PlanGrants(p Project, in Inside) []Statement {
@@ -176,6 +182,12 @@ func PlanGrants(p Project, in Inside) []Statement {
 	}
 	for _, s := range sorted(in.SchemasLackingSequence) {
 		out = append(out, Statement{StepGrants, "GRANT " + strings.Join(sequencePrivileges, ", ") + " ON ALL SEQUENCES IN SCHEMA " + ident(s) + " TO " + data})
+	}
+	for _, r := range sortedRelations(in.TablesLacking) {
+		out = append(out, Statement{StepGrants, "GRANT " + strings.Join(tablePrivileges, ", ") + " ON TABLE " + r + " TO " + data})
+	}
+	for _, r := range sortedRelations(in.SequencesLacking) {
+		out = append(out, Statement{StepGrants, "GRANT " + strings.Join(sequencePrivileges, ", ") + " ON SEQUENCE " + r + " TO " + data})
 	}
 	for _, d := range []struct {
 		objtype, keyword string
@@ -195,6 +207,15 @@ func holdsAll(have, want []string) bool {
 		}
 	}
 	return true
+}
+
+// sortedRelations is each [schema, name] as one quoted, qualified name, in order.
+func sortedRelations(relations [][2]string) []string {
+	out := make([]string, 0, len(relations))
+	for _, r := range relations {
+		out = append(out, pgx.Identifier{r[0], r[1]}.Sanitize())
+	}
+	return sorted(out)
 }
 
 func sorted(s []string) []string {

@@ -171,6 +171,17 @@ func TestPlanGrants(t *testing.T) {
 			`GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA "public" TO "auth-data"`,
 		},
 	}, {
+		name: "in a schema another role owns, only the owner's own relations are granted, each by name",
+		in: Inside{
+			TablesLacking:    [][2]string{{"public", "pages"}, {"public", `x"y`}},
+			SequencesLacking: [][2]string{{"public", "pages_id_seq"}}, Defaults: complete,
+		},
+		want: []string{
+			`GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "public"."pages" TO "auth-data"`,
+			`GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "public"."x""y" TO "auth-data"`,
+			`GRANT USAGE, SELECT, UPDATE ON SEQUENCE "public"."pages_id_seq" TO "auth-data"`,
+		},
+	}, {
 		name: "a hostile schema name is quoted",
 		in:   Inside{SchemasWithoutUsage: []string{`x"; DROP DATABASE y; --`}, Defaults: complete},
 		want: []string{`GRANT USAGE ON SCHEMA "x""; DROP DATABASE y; --" TO "auth-data"`},

@@ -91,14 +91,18 @@ SELECT json_build_object(
     ) FROM db JOIN pg_roles r ON r.oid = db.datdba)
 )`
 
-// insideQuery reads, connected to the Project's database, the owner's
-// schemas (those it owns, those pg_database_owner owns while it owns the
-// database, and any other holding a table or sequence it owns, such as a
-// public schema a superuser still owns in a database created before
-// PostgreSQL 15; a session's temporary schema is none of them) that miss the
-// data role's USAGE or hold a table or sequence the data role cannot read and
-// write, and what the owner's database-wide default ACL grants the data
-// role. $1 owner role, $2 data role.
+// insideQuery reads, connected to the Project's database, what the data role
+// lacks of the owner's schemas and what the owner's database-wide default
+// ACL grants it. $1 owner role, $2 data role.
+//
+// The owner's schemas are those it owns (or pg_database_owner owns while it
+// owns the database), and any other holding a table or sequence it owns,
+// such as a public schema a superuser still owns in a database created
+// before PostgreSQL 15; a session's temporary schema is none of them. In a
+// schema of the owner's own, every table and sequence is the data role's to
+// read and write, so what lacks is named by schema; in one it merely uses,
+// only the owner's own relations are, so what lacks is named relation by
+// relation, and another role's table there (an audit log, say) is left alone.
 //
 // It is the one statement every run sends to every database, on a backend
 // that has just started and has nothing cached, so it is written to touch
@@ -110,27 +114,34 @@ const insideQuery = `
 WITH owner AS MATERIALIZED (
   SELECT to_regrole(quote_ident($1)) AS oid
 ), schemas AS MATERIALIZED (
-  SELECT n.oid, n.nspname FROM pg_namespace n, owner o
+  SELECT n.oid, n.nspname, (n.nspowner = o.oid
+         OR (n.nspowner = 'pg_database_owner'::regrole
+             AND (SELECT datdba FROM pg_database WHERE datname = current_database()) = o.oid)) AS owned
+  FROM pg_namespace n, owner o
   WHERE n.nspowner = o.oid
      OR (n.nspowner = 'pg_database_owner'::regrole
          AND (SELECT datdba FROM pg_database WHERE datname = current_database()) = o.oid)
      OR EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = n.oid AND c.relowner = o.oid
                 AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND c.relpersistence <> 't')
 ), relations AS MATERIALIZED (
-  SELECT c.oid, c.relkind, s.nspname FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace
-  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+  SELECT c.oid, c.relkind, c.relname, s.nspname, s.owned FROM pg_class c JOIN schemas s ON s.oid = c.relnamespace, owner o
+  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND (s.owned OR c.relowner = o.oid)
+), lacking AS MATERIALIZED (
+  SELECT relkind = 'S' AS sequence, nspname, relname, owned FROM relations
+  WHERE CASE WHEN relkind = 'S'
+    THEN NOT (has_sequence_privilege($2::name, oid, 'USAGE') AND has_sequence_privilege($2::name, oid, 'SELECT')
+              AND has_sequence_privilege($2::name, oid, 'UPDATE'))
+    ELSE NOT (has_table_privilege($2::name, oid, 'SELECT') AND has_table_privilege($2::name, oid, 'INSERT')
+              AND has_table_privilege($2::name, oid, 'UPDATE') AND has_table_privilege($2::name, oid, 'DELETE'))
+    END
 )
 SELECT json_build_object(
   'schemasWithoutUsage', (SELECT json_agg(nspname) FROM schemas
       WHERE NOT has_schema_privilege($2::name, oid, 'USAGE')),
-  'schemasLackingTables', (SELECT json_agg(DISTINCT nspname) FROM relations
-      WHERE relkind <> 'S'
-        AND NOT (has_table_privilege($2::name, oid, 'SELECT') AND has_table_privilege($2::name, oid, 'INSERT')
-             AND has_table_privilege($2::name, oid, 'UPDATE') AND has_table_privilege($2::name, oid, 'DELETE'))),
-  'schemasLackingSequences', (SELECT json_agg(DISTINCT nspname) FROM relations
-      WHERE relkind = 'S'
-        AND NOT (has_sequence_privilege($2::name, oid, 'USAGE') AND has_sequence_privilege($2::name, oid, 'SELECT')
-             AND has_sequence_privilege($2::name, oid, 'UPDATE'))),
+  'schemasLackingTables', (SELECT json_agg(DISTINCT nspname) FROM lacking WHERE owned AND NOT sequence),
+  'schemasLackingSequences', (SELECT json_agg(DISTINCT nspname) FROM lacking WHERE owned AND sequence),
+  'tablesLacking', (SELECT json_agg(json_build_array(nspname, relname)) FROM lacking WHERE NOT owned AND NOT sequence),
+  'sequencesLacking', (SELECT json_agg(json_build_array(nspname, relname)) FROM lacking WHERE NOT owned AND sequence),
   'defaults', (SELECT json_object_agg(a.defaclobjtype, ARRAY(
         SELECT e.privilege_type FROM aclexplode(a.defaclacl) e WHERE e.grantee = to_regrole(quote_ident($2::name))))
       FROM pg_default_acl a, owner o WHERE a.defaclrole = o.oid AND a.defaclnamespace = 0)
