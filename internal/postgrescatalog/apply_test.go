@@ -267,6 +267,28 @@ func TestAdoptionRefusesARoleOwningAnotherDatabase(t *testing.T) {
 	}
 }
 
+// A superuser made a member of the owner role, that created something in the
+// database, is not reassigned from: its objects are not handed to an
+// ordinary role, and the run says so at the reassign step.
+func TestASuperuserHolderIsRefused(t *testing.T) {
+	f := newFixture(t)
+	c := f.catalog("auth")
+	f.mustApply(t, c)
+	f.pg.Psql(t, "postgres", `CREATE ROLE dba SUPERUSER; GRANT "auth-owner" TO dba;`)
+	f.pg.Psql(t, "auth_db", `SET ROLE dba; CREATE TABLE dba_notes (x int);`)
+	_, statements, _, err := f.apply(t, c)
+	step, ok := errors.AsType[*StepError](err)
+	if !ok || step.Database != "auth_db" || step.Step != StepReassign || !strings.Contains(err.Error(), "superuser dba") {
+		t.Fatalf("error %v, want auth_db refused at the reassign step", err)
+	}
+	if ch := changes(statements); len(ch) != 0 {
+		t.Errorf("sent %s", fmtList(ch))
+	}
+	if got := f.psqlOne(t, "auth_db", `SELECT tableowner FROM pg_tables WHERE tablename = 'dba_notes'`); got != "dba" {
+		t.Errorf("dba_notes belongs to %q", got)
+	}
+}
+
 // A failing Vault write names the database and the Vault step; PostgreSQL
 // keeps what it committed.
 func TestVaultFailureNamesTheStep(t *testing.T) {

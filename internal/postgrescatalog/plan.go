@@ -75,9 +75,27 @@ type DatabaseState struct {
 	// Holders are members of the owner role that own objects in the database:
 	// adopted roles that created something since.
 	Holders []string `json:"holders"`
-	// OtherDatabases maps the database's owner and each holder to the other
-	// databases it owns, which REASSIGN OWNED would hand over too.
+	// SuperuserHolders are the holders that are superusers.
+	SuperuserHolders []string `json:"superuserHolders"`
+	// OtherDatabases and Tablespaces map the database's owner and each
+	// holder to the other databases and the tablespaces it owns, which
+	// REASSIGN OWNED would hand over too.
 	OtherDatabases map[string][]string `json:"otherDatabases"`
+	Tablespaces    map[string][]string `json:"tablespaces"`
+}
+
+// alsoHandedOver is what REASSIGN OWNED BY role would hand over beyond this
+// database: the other databases and the tablespaces it owns, in words; ""
+// when nothing.
+func (d *DatabaseState) alsoHandedOver(role string) string {
+	var what []string
+	if dbs := d.OtherDatabases[role]; len(dbs) > 0 {
+		what = append(what, "database "+strings.Join(dbs, ", "))
+	}
+	if spaces := d.Tablespaces[role]; len(spaces) > 0 {
+		what = append(what, "tablespace "+strings.Join(spaces, ", "))
+	}
+	return strings.Join(what, " and ")
 }
 
 // Inside is what the database itself says about the owner's schemas and the
@@ -136,9 +154,9 @@ func PlanShared(p Project, s Shared) (roles []Statement, createDatabase *Stateme
 			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by superuser %s; hand it to an ordinary role first", p.Database, d.Owner)}
 		case d.Owner == p.DataRole:
 			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by its data role %s", p.Database, d.Owner)}
-		case len(d.OtherDatabases[d.Owner]) > 0:
+		case d.alsoHandedOver(d.Owner) != "":
 			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by %s, which also owns %s; REASSIGN OWNED would hand those over too",
-				p.Database, d.Owner, strings.Join(d.OtherDatabases[d.Owner], ", "))}
+				p.Database, d.Owner, d.alsoHandedOver(d.Owner))}
 		}
 		adopted = d.Owner
 		old := ident(d.Owner)
@@ -154,9 +172,13 @@ func PlanShared(p Project, s Shared) (roles []Statement, createDatabase *Stateme
 		if h == adopted || h == p.OwnerRole {
 			continue
 		}
-		if others := d.OtherDatabases[h]; len(others) > 0 {
+		if slices.Contains(d.SuperuserHolders, h) {
+			return nil, nil, nil, &Refusal{StepReassign, fmt.Sprintf("superuser %s, a member of %s, owns objects in %s; a superuser's objects are not handed to an ordinary role",
+				h, p.OwnerRole, p.Database)}
+		}
+		if others := d.alsoHandedOver(h); others != "" {
 			return nil, nil, nil, &Refusal{StepReassign, fmt.Sprintf("%s owns objects in %s and also owns %s; REASSIGN OWNED would hand those over too",
-				h, p.Database, strings.Join(others, ", "))}
+				h, p.Database, others)}
 		}
 		rest = append(rest, Statement{StepReassign, "REASSIGN OWNED BY " + ident(h) + " TO " + owner})
 	}

@@ -70,7 +70,19 @@ func TestPlanShared(t *testing.T) {
 		state: func(s *Shared) {
 			s.Database.Owner, s.Database.OtherDatabases = "legacy", map[string][]string{"legacy": {"a_db", "b_db"}}
 		},
-		refuseStep: StepAdopt, refuseText: "also owns a_db, b_db",
+		refuseStep: StepAdopt, refuseText: "also owns database a_db, b_db",
+	}, {
+		name: "an old owner owning a tablespace is refused: REASSIGN OWNED would hand it over too",
+		state: func(s *Shared) {
+			s.Database.Owner, s.Database.Tablespaces = "legacy", map[string][]string{"legacy": {"fast_ssd"}}
+		},
+		refuseStep: StepAdopt, refuseText: "also owns tablespace fast_ssd",
+	}, {
+		name: "a superuser among the owner role's members that holds objects is refused",
+		state: func(s *Shared) {
+			s.Database.Holders, s.Database.SuperuserHolders = []string{"dba", "old"}, []string{"dba"}
+		},
+		refuseStep: StepReassign, refuseText: "superuser dba",
 	}, {
 		name:  "reassigns what every adopted role has created since",
 		state: func(s *Shared) { s.Database.Holders = []string{"old-b", "old-a"} },
@@ -80,7 +92,7 @@ func TestPlanShared(t *testing.T) {
 		state: func(s *Shared) {
 			s.Database.Holders, s.Database.OtherDatabases = []string{"old"}, map[string][]string{"old": {"x_db"}}
 		},
-		refuseStep: StepReassign, refuseText: "also owns x_db",
+		refuseStep: StepReassign, refuseText: "also owns database x_db",
 	}, {
 		name: "the role adopted in this run is reassigned once",
 		state: func(s *Shared) {

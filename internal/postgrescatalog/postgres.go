@@ -59,8 +59,9 @@ type querier interface {
 // owner role's members that own objects in the database that REASSIGN OWNED
 // hands over (pg_shdepend is shared, so no connection to the database is
 // needed; default privileges and user mappings it leaves where they are, so
-// counting them would reassign again on every run), and the other
-// databases those roles own. $1 database, $2 owner role, $3 data role.
+// counting them would reassign again on every run), which of those are
+// superusers, and the other databases and the tablespaces those roles own.
+// $1 database, $2 owner role, $3 data role.
 const sharedQuery = `
 WITH db AS (
   SELECT d.oid, d.datdba, d.datacl FROM pg_database d WHERE d.datname = $1
@@ -83,6 +84,13 @@ SELECT json_build_object(
       'dataConnect', EXISTS (SELECT 1 FROM aclexplode(db.datacl) a JOIN pg_roles g ON g.oid = a.grantee
                              WHERE g.rolname = $3 AND a.privilege_type = 'CONNECT'),
       'holders', COALESCE((SELECT json_agg(h.rolname ORDER BY h.rolname) FROM pg_roles h WHERE h.oid IN (SELECT oid FROM holders)), '[]'),
+      'superuserHolders', COALESCE((SELECT json_agg(h.rolname ORDER BY h.rolname) FROM pg_roles h
+          WHERE h.oid IN (SELECT oid FROM holders) AND h.rolsuper), '[]'),
+      'tablespaces', COALESCE((SELECT json_object_agg(o.rolname, o.names) FROM (
+          SELECT r2.rolname, json_agg(t.spcname ORDER BY t.spcname) AS names
+          FROM pg_tablespace t JOIN pg_roles r2 ON r2.oid = t.spcowner
+          WHERE t.spcowner = db.datdba OR t.spcowner IN (SELECT oid FROM holders)
+          GROUP BY r2.rolname) o), '{}'),
       'otherDatabases', COALESCE((SELECT json_object_agg(o.rolname, o.names) FROM (
           SELECT r2.rolname, json_agg(d2.datname ORDER BY d2.datname) AS names
           FROM pg_database d2 JOIN pg_roles r2 ON r2.oid = d2.datdba
