@@ -24,14 +24,14 @@ func TestDecodeWorkedCatalog(t *testing.T) {
 }
 
 func TestDecodeDefaults(t *testing.T) {
-	c, err := Decode([]byte(`{"server":{"host":"10.0.0.7","port":5433,"maintenanceDatabase":"template1","sslmode":"disable"},
+	c, err := Decode([]byte(`{"server":{"host":"10.0.0.7","port":5433,"maintenanceDatabase":"maintenance","sslmode":"disable"},
 		"adminPath":"database/static-creds/admin","vault":{"mount":"db/pg","connection":"pg"},
 		"projects":[{"project":"n8n","database":"n8n_db","ownerRole":"n8n-owner","dataRole":"n8n-data",
 		"vaultRoles":{"owner":"db/pg/roles/n8n-owner","data":"db/pg/roles/n8n-data"}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Server.MaintenanceDatabase != "template1" || c.Server.SSLMode != "disable" || c.Projects[0].VaultRoles.Data != "db/pg/roles/n8n-data" {
+	if c.Server.MaintenanceDatabase != "maintenance" || c.Server.SSLMode != "disable" || c.Projects[0].VaultRoles.Data != "db/pg/roles/n8n-data" {
 		t.Errorf("%+v", c)
 	}
 }
@@ -56,6 +56,7 @@ func TestDecodeRefusals(t *testing.T) {
 		"no-projects.json":            "missing property 'projects'",
 		"two-documents.json":          "not JSON",
 		"port-zero.json":              "/server/port",
+		"template-maintenance.json":   "/server/maintenanceDatabase",
 		"not-json.json":               "not JSON",
 	}
 	entries, err := os.ReadDir(filepath.Join("testdata", "refusals"))
