@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -264,6 +265,40 @@ func TestAdoptionRefusesARoleOwningAnotherDatabase(t *testing.T) {
 	}
 	if ch := changes(statements); len(ch) != 0 {
 		t.Errorf("sent %s", fmtList(ch))
+	}
+}
+
+// An old owner that does not inherit would keep nothing of what it owned
+// once that is the owner role's: from PostgreSQL 16 its membership is
+// granted WITH INHERIT TRUE and its logins keep working; before, where only
+// the role itself can inherit, the database is refused before any change.
+func TestAdoptionOfANoInheritOwner(t *testing.T) {
+	f := newFixture(t)
+	f.pg.Psql(t, "postgres", `CREATE ROLE legacy LOGIN NOINHERIT PASSWORD 'legacy-pw'; CREATE DATABASE knowledge_db OWNER legacy;`)
+	ctx := context.Background()
+	legacy := f.connectAs(t, "knowledge_db", "legacy", "legacy-pw")
+	if _, err := legacy.Exec(ctx, `CREATE SCHEMA docs; CREATE TABLE docs.pages (title text)`); err != nil {
+		t.Fatal(err)
+	}
+	_ = legacy.Close(ctx)
+	version, _ := strconv.Atoi(f.psqlOne(t, "postgres", `SHOW server_version_num`))
+	_, statements, _, err := f.apply(t, f.catalog("knowledge"))
+	if version < 160000 {
+		step, ok := errors.AsType[*StepError](err)
+		if !ok || step.Step != StepAdopt || !strings.Contains(err.Error(), "does not inherit") {
+			t.Fatalf("error %v, want knowledge_db refused at adoption", err)
+		}
+		if ch := changes(statements); len(ch) != 0 {
+			t.Errorf("sent %s", fmtList(ch))
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy = f.connectAs(t, "knowledge_db", "legacy", "legacy-pw")
+	if _, err := legacy.Exec(ctx, `INSERT INTO docs.pages VALUES ('home')`); err != nil {
+		t.Fatalf("the old login lost its table: %v", err)
 	}
 }
 

@@ -70,6 +70,13 @@ type DatabaseState struct {
 	// OwnerIsMember says the database's owner is already a member of the
 	// Project's owner role.
 	OwnerIsMember bool `json:"ownerIsMember"`
+	// OwnerInherits says that membership passes the owner role's
+	// privileges on without SET ROLE; OwnerNoInherit that the database's
+	// owner is a NOINHERIT role. GrantsInherit says the server takes
+	// GRANT ... WITH INHERIT TRUE (PostgreSQL 16 and later).
+	OwnerInherits  bool `json:"ownerInherits"`
+	OwnerNoInherit bool `json:"ownerNoInherit"`
+	GrantsInherit  bool `json:"grantsInherit"`
 	// DataConnect says the data role holds an explicit CONNECT grant.
 	DataConnect bool `json:"dataConnect"`
 	// Holders are members of the owner role that own objects in the database:
@@ -158,10 +165,20 @@ func PlanShared(p Project, s Shared) (roles []Statement, createDatabase *Stateme
 			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by %s, which also owns %s; REASSIGN OWNED would hand those over too",
 				p.Database, d.Owner, d.alsoHandedOver(d.Owner))}
 		}
+		if !d.OwnerInherits && !d.GrantsInherit && (d.OwnerNoInherit || d.OwnerIsMember) {
+			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by %s, which does not inherit; its logins would lose what it owns to %s",
+				p.Database, d.Owner, p.OwnerRole)}
+		}
 		adopted = d.Owner
 		old := ident(d.Owner)
 		rest = append(rest, Statement{StepAdopt, "ALTER DATABASE " + db + " OWNER TO " + owner})
-		if !d.OwnerIsMember {
+		switch {
+		case d.OwnerInherits:
+		case d.GrantsInherit:
+			// Whatever the role's own default, this membership inherits, so
+			// the old logins keep what they owned without SET ROLE.
+			rest = append(rest, Statement{StepAdopt, "GRANT " + owner + " TO " + old + " WITH INHERIT TRUE"})
+		default:
 			rest = append(rest, Statement{StepAdopt, "GRANT " + owner + " TO " + old})
 		}
 		rest = append(rest, Statement{StepAdopt, "REASSIGN OWNED BY " + old + " TO " + owner})

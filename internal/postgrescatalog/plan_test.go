@@ -54,9 +54,11 @@ func TestPlanShared(t *testing.T) {
 		rest: []string{`ALTER DATABASE "auth_db" OWNER TO "auth-owner"`, `GRANT "auth-owner" TO "legacy"`,
 			`REASSIGN OWNED BY "legacy" TO "auth-owner"`},
 	}, {
-		name:  "an old owner already a member is not granted again",
-		state: func(s *Shared) { s.Database.Owner, s.Database.OwnerIsMember = "legacy", true },
-		rest:  []string{`ALTER DATABASE "auth_db" OWNER TO "auth-owner"`, `REASSIGN OWNED BY "legacy" TO "auth-owner"`},
+		name: "an old owner already a member is not granted again",
+		state: func(s *Shared) {
+			s.Database.Owner, s.Database.OwnerIsMember, s.Database.OwnerInherits = "legacy", true, true
+		},
+		rest: []string{`ALTER DATABASE "auth_db" OWNER TO "auth-owner"`, `REASSIGN OWNED BY "legacy" TO "auth-owner"`},
 	}, {
 		name:       "a database a superuser owns fails the run",
 		state:      func(s *Shared) { s.Database.Owner, s.Database.OwnerSuperuser = "postgres", true },
@@ -71,6 +73,24 @@ func TestPlanShared(t *testing.T) {
 			s.Database.Owner, s.Database.OtherDatabases = "legacy", map[string][]string{"legacy": {"a_db", "b_db"}}
 		},
 		refuseStep: StepAdopt, refuseText: "also owns database a_db, b_db",
+	}, {
+		name:       "a NOINHERIT old owner is refused where a grant cannot inherit (before PostgreSQL 16)",
+		state:      func(s *Shared) { s.Database.Owner, s.Database.OwnerNoInherit = "legacy", true },
+		refuseStep: StepAdopt, refuseText: "legacy, which does not inherit",
+	}, {
+		name: "a NOINHERIT old owner gets a membership that inherits (PostgreSQL 16 and later)",
+		state: func(s *Shared) {
+			s.Database.Owner, s.Database.OwnerNoInherit, s.Database.GrantsInherit = "legacy", true, true
+		},
+		rest: []string{`ALTER DATABASE "auth_db" OWNER TO "auth-owner"`, `GRANT "auth-owner" TO "legacy" WITH INHERIT TRUE`,
+			`REASSIGN OWNED BY "legacy" TO "auth-owner"`},
+	}, {
+		name: "a membership granted without INHERIT is granted again with it",
+		state: func(s *Shared) {
+			s.Database.Owner, s.Database.OwnerIsMember, s.Database.GrantsInherit = "legacy", true, true
+		},
+		rest: []string{`ALTER DATABASE "auth_db" OWNER TO "auth-owner"`, `GRANT "auth-owner" TO "legacy" WITH INHERIT TRUE`,
+			`REASSIGN OWNED BY "legacy" TO "auth-owner"`},
 	}, {
 		name: "an old owner owning a tablespace is refused: REASSIGN OWNED would hand it over too",
 		state: func(s *Shared) {
@@ -96,7 +116,7 @@ func TestPlanShared(t *testing.T) {
 	}, {
 		name: "the role adopted in this run is reassigned once",
 		state: func(s *Shared) {
-			s.Database.Owner, s.Database.OwnerIsMember, s.Database.Holders = "legacy", true, []string{"legacy"}
+			s.Database.Owner, s.Database.OwnerIsMember, s.Database.OwnerInherits, s.Database.Holders = "legacy", true, true, []string{"legacy"}
 		},
 		rest: []string{`ALTER DATABASE "auth_db" OWNER TO "auth-owner"`, `REASSIGN OWNED BY "legacy" TO "auth-owner"`},
 	}, {

@@ -55,7 +55,10 @@ type querier interface {
 }
 
 // sharedQuery reads, from the server-wide catalogs, a Project's two roles
-// and its database: owner, memberships, the data role's CONNECT grant, the
+// and its database: owner, memberships and whether they inherit (per grant
+// from PostgreSQL 16, read through to_jsonb so that the query runs on a
+// server whose pg_auth_members has no inherit_option), the data role's
+// CONNECT grant, the
 // owner role's members that own objects in the database that REASSIGN OWNED
 // hands over (pg_shdepend is shared, so no connection to the database is
 // needed; default privileges and user mappings it leaves where they are, so
@@ -81,6 +84,10 @@ SELECT json_build_object(
       'owner', r.rolname,
       'ownerSuperuser', r.rolsuper,
       'ownerIsMember', r.oid IN (SELECT member FROM members),
+      'ownerInherits', EXISTS (SELECT FROM pg_auth_members m JOIN owner o ON m.roleid = o.oid
+          WHERE m.member = r.oid AND COALESCE((to_jsonb(m) ->> 'inherit_option')::boolean, r.rolinherit)),
+      'ownerNoInherit', NOT r.rolinherit,
+      'grantsInherit', current_setting('server_version_num')::int >= 160000,
       'dataConnect', EXISTS (SELECT 1 FROM aclexplode(db.datacl) a JOIN pg_roles g ON g.oid = a.grantee
                              WHERE g.rolname = $3 AND a.privilege_type = 'CONNECT'),
       'holders', COALESCE((SELECT json_agg(h.rolname ORDER BY h.rolname) FROM pg_roles h WHERE h.oid IN (SELECT oid FROM holders)), '[]'),
