@@ -81,6 +81,10 @@ type Role struct {
 	ServiceAccountNamespaces []string
 	NamespaceSelector        string
 	TokenPolicies            []string
+	// TokenEdits names the token settings (token_period, token_ttl, ...)
+	// a role Vault holds carries away from their defaults. A rendered role
+	// sets none, so one that carries any is not as rendered.
+	TokenEdits []string
 }
 
 // Entry is one identity's checked pair of documents.

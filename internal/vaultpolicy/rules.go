@@ -81,7 +81,8 @@ func (p Policy) Encode() string {
 // SameRole says whether a role Vault holds is the rendered one, comparing
 // only what decides who logs in and what the login may do, in any order.
 func SameRole(held, want Role) bool {
-	return sameSet(held.ServiceAccountNames, want.ServiceAccountNames) &&
+	return sameSet(held.TokenEdits, want.TokenEdits) &&
+		sameSet(held.ServiceAccountNames, want.ServiceAccountNames) &&
 		sameSet(held.ServiceAccountNamespaces, want.ServiceAccountNamespaces) &&
 		held.NamespaceSelector == want.NamespaceSelector &&
 		sameSet(held.TokenPolicies, want.TokenPolicies)

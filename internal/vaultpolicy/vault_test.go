@@ -182,15 +182,28 @@ func TestApplyRewritesEdits(t *testing.T) {
 	if err := v.Client.Sys().PutPolicy("auth-system-auth-migration", `path "database/creds/*" { capabilities = ["read"] }`); err != nil {
 		t.Fatal(err)
 	}
+	// A period lets the role's tokens be renewed for ever: wider than the
+	// grant, though the four bindings are as rendered.
+	if _, err := v.Client.Logical().Write("auth/kubernetes/role/auth-system-auth-migration", map[string]any{
+		"token_period": "768h", "token_bound_cidrs": []string{"10.0.0.0/8"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if role, _, _ := admin.ReadRole(ctx, "auth-system-auth-migration"); !slices.Equal(role.TokenEdits, []string{"token_bound_cidrs", "token_period"}) {
+		t.Fatalf("the token edits read as %q", role.TokenEdits)
+	}
 
 	job := jobVault(t, v)
 	sum, err := Apply(ctx, job, render, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"write role auth-system-auth-api", "write policy auth-system-auth-migration"}
-	if got := job.writes(); !slices.Equal(got, want) || sum.Written != 2 || sum.Unchanged != 2 {
+	want := []string{"write role auth-system-auth-api", "write policy auth-system-auth-migration", "write role auth-system-auth-migration"}
+	if got := job.writes(); !slices.Equal(got, want) || sum.Written != 3 || sum.Unchanged != 1 {
 		t.Errorf("writes %q, summary %+v", got, sum)
+	}
+	if role, _, _ := admin.ReadRole(ctx, "auth-system-auth-migration"); len(role.TokenEdits) != 0 {
+		t.Errorf("the role keeps %q after the run", role.TokenEdits)
 	}
 	role, _, err := admin.ReadRole(ctx, "auth-system-auth-api")
 	if err != nil || role.NamespaceSelector != "" || !SameRole(role, render.Entries[0].Role) {

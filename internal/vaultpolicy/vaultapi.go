@@ -3,7 +3,9 @@ package vaultpolicy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 
 	vaultapi "github.com/hashicorp/vault/api"
 )
@@ -58,18 +60,61 @@ func (c *Client) ReadRole(ctx context.Context, name string) (Role, bool, error) 
 		ServiceAccountNamespaces: stringList(secret.Data[fieldNamespace]),
 		NamespaceSelector:        selector,
 		TokenPolicies:            stringList(secret.Data[fieldPolicies]),
+		TokenEdits:               tokenEdits(secret.Data),
 	}, true, nil
 }
 
-// WriteRole writes auth/<mount>/role/<name>. The selector is always sent,
-// empty, so that a role that gained one loses it.
+// tokenDefaults are the token settings of a role that sets none of its own,
+// as Vault's Kubernetes auth reads them back: no TTL, period or use count of
+// its own, no CIDR bound, the default token type, the default policy kept.
+// A period lets a token be renewed for ever and a longer TTL outlives the
+// grant, so a role is held to these as to its bindings.
+var tokenDefaults = map[string]any{
+	"token_ttl": 0, "token_max_ttl": 0, "token_period": 0, "token_explicit_max_ttl": 0,
+	"token_num_uses": 0, "token_bound_cidrs": []string{}, "token_type": "default", "token_no_default_policy": false,
+}
+
+// tokenEdits names, in order, the token settings in data away from their
+// defaults; a setting Vault does not report is taken as its default.
+func tokenEdits(data map[string]any) []string {
+	var edits []string
+	for name, def := range tokenDefaults {
+		held, ok := data[name]
+		if !ok || held == nil {
+			continue
+		}
+		same := false
+		switch def := def.(type) {
+		case int:
+			same = fmt.Sprint(held) == fmt.Sprint(def)
+		case string:
+			same = held == def
+		case bool:
+			same = held == def
+		case []string:
+			list := stringList(held)
+			same = list != nil && len(list) == len(def)
+		}
+		if !same {
+			edits = append(edits, name)
+		}
+	}
+	slices.Sort(edits)
+	return edits
+}
+
+// WriteRole writes auth/<mount>/role/<name>. The selector and every token
+// setting are always sent, at their defaults, so that a role that gained
+// one loses it.
 func (c *Client) WriteRole(ctx context.Context, name string, role Role) error {
-	_, err := c.API.Logical().WriteWithContext(ctx, c.rolePath(name), map[string]any{
+	body := map[string]any{
 		fieldNames:     role.ServiceAccountNames,
 		fieldNamespace: role.ServiceAccountNamespaces,
 		fieldSelector:  role.NamespaceSelector,
 		fieldPolicies:  role.TokenPolicies,
-	})
+	}
+	maps.Copy(body, tokenDefaults)
+	_, err := c.API.Logical().WriteWithContext(ctx, c.rolePath(name), body)
 	return err
 }
 
