@@ -35,7 +35,8 @@ func Read(env *settings.Reader, defaultRole string) Settings {
 }
 
 // NewClient builds Vault's client for s.Addr with no token: a token from the
-// environment is never used, so the job acts only as the role it logs in as.
+// environment is never used, so the job acts only as the role it logs in as,
+// and nor is an agent's address, so it speaks to s.Addr alone.
 // Vault's client reads its other VAULT_* variables (TLS, retries) itself, and
 // a malformed one is an error here.
 func NewClient(s Settings) (*vaultapi.Client, error) {
@@ -44,6 +45,9 @@ func NewClient(s Settings) (*vaultapi.Client, error) {
 		return nil, fmt.Errorf("the VAULT_* variables Vault's client reads: %w", cfg.Error)
 	}
 	cfg.Address = s.Addr
+	// Vault's client would send everything to VAULT_AGENT_ADDR instead,
+	// the login's ServiceAccount token included, while errors name VAULT_ADDR.
+	cfg.AgentAddress = ""
 	client, err := vaultapi.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("vault client for %s: %w", s.Addr, err)

@@ -46,6 +46,18 @@ func TestNewClientIgnoresAnEnvironmentToken(t *testing.T) {
 	}
 }
 
+// An agent's address in the environment never takes the place of VAULT_ADDR.
+func TestNewClientSpeaksToVaultAddrAlone(t *testing.T) {
+	t.Setenv("VAULT_AGENT_ADDR", "http://127.0.0.1:2")
+	client, err := vaultlogin.NewClient(vaultlogin.Settings{Addr: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if client.Address() != "http://127.0.0.1:1" {
+		t.Fatalf("address = %s, want VAULT_ADDR's", client.Address())
+	}
+}
+
 func TestNewClientRefusesMalformedVaultVariables(t *testing.T) {
 	t.Setenv("VAULT_SKIP_VERIFY", "perhaps")
 	if _, err := vaultlogin.NewClient(vaultlogin.Settings{Addr: "http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "VAULT_*") {
