@@ -52,7 +52,7 @@ func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
 		return 1
 	}
 
-	sum, err := vaultpolicy.Apply(ctx, &vaultpolicy.Client{API: client, AuthPath: vault.AuthPath}, render, log)
+	sum, err := vaultpolicy.Apply(ctx, &vaultpolicy.Client{API: client, AuthPath: vault.AuthPath}, render, vault.Role, log)
 	if err != nil {
 		attrs := []any{slog.String("error", err.Error())}
 		if call, ok := errors.AsType[*vaultpolicy.CallError](err); ok {

@@ -52,8 +52,8 @@ type Summary struct {
 
 // Apply makes Vault hold the render: each identity's policy, then its role,
 // written only where Vault holds something else. The first failing call stops
-// the run; nothing after it is attempted.
-func Apply(ctx context.Context, v Vault, render Render, log *slog.Logger) (Summary, error) {
+// the run; nothing after it is attempted. own is the role the job logs in as.
+func Apply(ctx context.Context, v Vault, render Render, own string, log *slog.Logger) (Summary, error) {
 	var sum Summary
 	for _, e := range render.Entries {
 		name := e.Name()
@@ -94,7 +94,7 @@ func Apply(ctx context.Context, v Vault, render Render, log *slog.Logger) (Summa
 	if err != nil {
 		return sum, &CallError{Call: "list roles", Err: err}
 	}
-	sum.Stale = FindStale(render, policies, roles)
+	sum.Stale = FindStale(render, policies, roles, own)
 	for _, s := range sum.Stale {
 		log.Warn("stale: Vault holds it, the render no longer names it; left in place for a human",
 			slog.String("kind", s.Kind), slog.String("name", s.Name))
@@ -104,9 +104,10 @@ func Apply(ctx context.Context, v Vault, render Render, log *slog.Logger) (Summa
 
 // FindStale picks, from the names Vault holds, those of the render's form
 // whose Project the render covers and that the render does not name. Names of
-// other Projects, and names not of the form at all (Vault's own "default",
-// the job's login role), are never reported.
-func FindStale(render Render, policies, roles []string) []Stale {
+// other Projects, names not of the form at all (Vault's own "default"), and
+// own, the role the job logs in as and a policy of its name, are never
+// reported: the platform may give its login a name of the render's form.
+func FindStale(render Render, policies, roles []string, own string) []Stale {
 	covered := render.Projects()
 	named := map[string]bool{}
 	for _, e := range render.Entries {
@@ -121,7 +122,7 @@ func FindStale(render Render, policies, roles []string) []Stale {
 		slices.Sort(names)
 		for _, name := range slices.Compact(names) {
 			id, err := ParseName(name)
-			if err != nil || named[name] || !slices.Contains(covered, id.Project) {
+			if err != nil || named[name] || name == own || !slices.Contains(covered, id.Project) {
 				continue
 			}
 			out = append(out, Stale{Kind: group.kind, Name: name})

@@ -351,9 +351,15 @@ func TestFindStale(t *testing.T) {
 		"auth-system-", "auth-system-Legacy_Role", // not a name the render could write
 	}
 	roles := []string{"policy-admin", "auth-system-auth-api", "auth-system-old-worker", "auth-system-old-worker", "auth-system-cron"}
-	got := FindStale(render, policies, roles)
+	got := FindStale(render, policies, roles, "policy-admin")
 	want := []Stale{{"policy", "auth-system-old-worker"}, {"role", "auth-system-cron"}, {"role", "auth-system-old-worker"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("stale %v, want %v", got, want)
+	}
+	// The job's own login, though of the render's form and of a covered
+	// Project, is never reported.
+	got = FindStale(render, append(policies, "auth-system-vault-policy"), append(roles, "auth-system-vault-policy"), "auth-system-vault-policy")
+	if !slices.Equal(got, want) {
+		t.Errorf("with the job's own login of the render's form: stale %v, want %v", got, want)
 	}
 }

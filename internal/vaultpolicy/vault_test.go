@@ -114,7 +114,7 @@ func TestApplyWorkedSets(t *testing.T) {
 			t.Fatal(err)
 		}
 		job := jobVault(t, v)
-		sum, err := Apply(ctx, job, render, discard())
+		sum, err := Apply(ctx, job, render, "", discard())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestApplyWorkedSets(t *testing.T) {
 		}
 
 		again := jobVault(t, v)
-		sum, err = Apply(ctx, again, render, discard())
+		sum, err = Apply(ctx, again, render, "", discard())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestApplyRewritesEdits(t *testing.T) {
 	v := newVault(t)
 	ctx := context.Background()
 	render := loadSet(t, "auth")
-	if _, err := Apply(ctx, jobVault(t, v), render, discard()); err != nil {
+	if _, err := Apply(ctx, jobVault(t, v), render, "", discard()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.Client.Logical().Write("auth/kubernetes/role/auth-system-auth-api", map[string]any{
@@ -194,7 +194,7 @@ func TestApplyRewritesEdits(t *testing.T) {
 	}
 
 	job := jobVault(t, v)
-	sum, err := Apply(ctx, job, render, discard())
+	sum, err := Apply(ctx, job, render, "", discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestApplyReportsStaleAndKeepsIt(t *testing.T) {
 		seed(name)
 	}
 	var logs bytes.Buffer
-	sum, err := Apply(ctx, jobVault(t, v), loadSet(t, "auth"), slog.New(slog.NewJSONHandler(&logs, nil)))
+	sum, err := Apply(ctx, jobVault(t, v), loadSet(t, "auth"), "", slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ path "auth/kubernetes/role/*" { capabilities = ["read", "create", "update"] }`
 		t.Run(tc.name, func(t *testing.T) {
 			v := newVault(t)
 			job := &recording{Vault: &Client{API: tokenWith(t, v, tc.policy), AuthPath: authPath}}
-			_, err := Apply(ctx, job, render, discard())
+			_, err := Apply(ctx, job, render, "", discard())
 			call, ok := errors.AsType[*CallError](err)
 			if !ok || call.Call != tc.call || call.Name != tc.failedAt || !strings.Contains(err.Error(), "permission denied") {
 				t.Fatalf("error %v, want %s %s refused", err, tc.call, tc.failedAt)
@@ -295,7 +295,7 @@ func TestApplyStopsWhenVaultIsGone(t *testing.T) {
 	if err := v.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Apply(context.Background(), job, loadSet(t, "estate"), discard())
+	_, err := Apply(context.Background(), job, loadSet(t, "estate"), "", discard())
 	if call, ok := errors.AsType[*CallError](err); !ok || call.Call != "read policy" || call.Name != "data-system-postgres" {
 		t.Fatalf("error %v", err)
 	}
