@@ -33,10 +33,12 @@ const (
 	FieldSecretAccessKey = "secret-access-key"
 )
 
-// Garage's key format: GK and 12 bytes in hex; the secret is 32 bytes in hex.
+// Garage's key format: GK and 12 bytes in hex; the secret is 32 bytes in
+// hex. Garage reads hex in either case, so a document holding upper case is
+// one it imports.
 var (
-	accessKeyIDFormat = regexp.MustCompile(`^GK[0-9a-f]{24}$`)
-	secretFormat      = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	accessKeyIDFormat = regexp.MustCompile(`^GK[0-9a-fA-F]{24}$`)
+	secretFormat      = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 )
 
 // ParseDocument reads the key a Vault document holds. A document that lacks

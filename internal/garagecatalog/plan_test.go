@@ -83,6 +83,11 @@ func TestParseDocument(t *testing.T) {
 	if got, err := ParseDocument(good); err != nil || got != docKey {
 		t.Fatalf("got %v %v", got, err)
 	}
+	// Garage imports a key written in upper case; so does the job.
+	upper := Credentials{AccessKeyID: "GK" + strings.ToUpper(docKey.AccessKeyID[2:]), SecretAccessKey: strings.ToUpper(docKey.SecretAccessKey)}
+	if got, err := ParseDocument(map[string]any{FieldAccessKeyID: upper.AccessKeyID, FieldSecretAccessKey: upper.SecretAccessKey}); err != nil || got != upper {
+		t.Fatalf("an upper-case document: %v %v", got, err)
+	}
 	for name, data := range map[string]map[string]any{
 		"no secret":           {FieldAccessKeyID: docKey.AccessKeyID},
 		"no id":               {FieldSecretAccessKey: docKey.SecretAccessKey},

@@ -297,14 +297,9 @@ func (g *Garage) serve(w http.ResponseWriter, r *http.Request) {
 		Route:      route,
 		Options: &openapi3filter.Options{
 			MultiError: true,
-			// The scheme's form is the document's to check; the token's value
-			// is Garage's, checked below with the answer Garage gives.
-			AuthenticationFunc: func(_ context.Context, in *openapi3filter.AuthenticationInput) error {
-				if !strings.HasPrefix(in.RequestValidationInput.Request.Header.Get("Authorization"), "Bearer ") {
-					return fmt.Errorf("no bearer token")
-				}
-				return nil
-			},
+			// The token is checked below, as Garage does once the request
+			// has parsed, with the answers Garage gives.
+			AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
 		},
 	}
 	if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
@@ -318,11 +313,27 @@ func (g *Garage) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if r.Header.Get("Authorization") != "Bearer "+g.Token {
-		g.write(w, r, route, fail(http.StatusForbidden, "AccessDenied", "Forbidden: Invalid authorization token"))
+	if refusal := checkToken(r.Header.Values("Authorization"), g.Token); refusal != "" {
+		g.write(w, r, route, fail(http.StatusForbidden, "AccessDenied", "Forbidden: %s", refusal))
 		return
 	}
 	g.write(w, r, route, g.handle(op, r, body))
+}
+
+// checkToken is Garage's check of the admin token (v2.0.0,
+// verify_authorization): why it refuses the request, or "".
+func checkToken(header []string, token string) string {
+	if len(header) == 0 {
+		return "Bearer token must be provided in Authorization header"
+	}
+	given, ok := strings.CutPrefix(header[0], "Bearer ")
+	if !ok {
+		return "Invalid Authorization header"
+	}
+	if strings.TrimSpace(given) != token {
+		return "Invalid bearer token"
+	}
+	return ""
 }
 
 // undeclaredQuery refuses a query parameter the operation does not declare:
@@ -500,9 +511,10 @@ func (g *Garage) handle(op string, r *http.Request, body []byte) answer {
 }
 
 var (
-	keyIDFormat  = regexp.MustCompile(`^GK[0-9a-f]{24}$`)
-	secretFormat = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	bucketIDForm = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	// Garage reads hexadecimal in either case (Rust's hex::decode).
+	keyIDFormat  = regexp.MustCompile(`^GK[0-9a-fA-F]{24}$`)
+	secretFormat = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	bucketIDForm = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 	// Garage's bucket names: S3's rules, lowercase letters, digits, dots and
 	// hyphens, 3 to 63 of them, starting and ending with a letter or digit.
 	bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
@@ -511,9 +523,9 @@ var (
 // validBucketName is Garage's own test of a bucket name (v2.0.0,
 // is_valid_bucket_name, punycode not allowed, as by default): S3's
 // characters, not an IP address, no label opening with xn--, not ending in
-// -s3alias. Empty labels (..) are refused too, as S3 does.
+// -s3alias. Unlike S3, Garage lets two dots stand together.
 func validBucketName(name string) bool {
-	return bucketName.MatchString(name) && !strings.Contains(name, "..") &&
+	return bucketName.MatchString(name) &&
 		net.ParseIP(name) == nil && !strings.HasPrefix(name, "xn--") && !strings.Contains(name, ".xn--") &&
 		!strings.HasSuffix(name, "-s3alias")
 }
@@ -581,8 +593,10 @@ func param(q url.Values, name string) *string {
 func (g *Garage) keyInfo(k *key, showSecret bool) map[string]any {
 	buckets := []map[string]any{}
 	for _, b := range g.sortedBuckets() {
+		// Garage lists every bucket the key has an entry on, whatever its
+		// flags say.
 		p, ok := b.perms[k.id]
-		if !ok || (!p.Read && !p.Write && !p.Owner) {
+		if !ok {
 			continue
 		}
 		buckets = append(buckets, map[string]any{
@@ -594,7 +608,7 @@ func (g *Garage) keyInfo(k *key, showSecret bool) map[string]any {
 		"accessKeyId": k.id, "name": k.name, "expired": false,
 		"created": k.created.Format(time.RFC3339), "expiration": nil,
 		"permissions": map[string]bool{"createBucket": false},
-		"buckets":     buckets, "secretAccessKey": nil,
+		"buckets":     buckets,
 	}
 	if showSecret {
 		info["secretAccessKey"] = k.secret
@@ -646,7 +660,7 @@ func (g *Garage) getBucketInfo(id, alias, search *string) answer {
 		if !bucketIDForm.MatchString(*id) {
 			return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: Invalid bucket id")
 		}
-		asked, b = *id, g.buckets[*id]
+		asked, b = *id, g.buckets[strings.ToLower(*id)]
 	case id == nil && alias != nil && search == nil:
 		asked, b = *alias, g.byAlias(*alias)
 	case id == nil && alias == nil && search != nil:
@@ -672,18 +686,32 @@ func (g *Garage) getBucketInfo(id, alias, search *string) answer {
 	return answer{http.StatusOK, g.bucketInfo(b)}
 }
 
-// bucketsByIDPrefix is Garage's search of bucket IDs: the pattern's whole
-// hexadecimal bytes (an odd last digit is dropped) begin the ID. A pattern
+// bucketsByIDPrefix is Garage's search of bucket IDs (v2.0.0): the
+// pattern's whole hexadecimal bytes (an odd last digit aside, either case)
+// say where to start, Garage looks at the first ten buckets from there, and
+// keeps those whose lowercase ID begins with the pattern as given. A pattern
 // shorter than a byte, or not hexadecimal, names no bucket.
 func (g *Garage) bucketsByIDPrefix(pattern string) ([]*bucket, *answer) {
-	prefix := pattern[:len(pattern)&^1]
-	if _, err := hex.DecodeString(prefix); err != nil || prefix == "" {
+	start, err := hex.DecodeString(pattern[:len(pattern)&^1])
+	if err != nil || len(pattern) < 2 {
 		a := fail(http.StatusNotFound, "NoSuchBucket", "Bucket not found: %s", pattern)
 		return nil, &a
 	}
+	if len(start) > 32 {
+		a := fail(http.StatusBadRequest, "InvalidRequest", "Bad request: invalid length")
+		return nil, &a
+	}
+	from := hex.EncodeToString(start)
 	var found []*bucket
+	looked := 0
 	for _, c := range g.sortedBuckets() {
-		if strings.HasPrefix(c.id, strings.ToLower(prefix)) {
+		if c.id < from {
+			continue
+		}
+		if looked++; looked > 10 {
+			break
+		}
+		if strings.HasPrefix(c.id, pattern) {
 			found = append(found, c)
 		}
 	}
@@ -737,7 +765,7 @@ func (g *Garage) allowBucketKey(bucketID, keyID string, p Perm) answer {
 	if !bucketIDForm.MatchString(bucketID) {
 		return fail(http.StatusBadRequest, "InvalidRequest", "Bad request: Invalid bucket id")
 	}
-	b := g.buckets[bucketID]
+	b := g.buckets[strings.ToLower(bucketID)]
 	if b == nil {
 		return fail(http.StatusNotFound, "NoSuchBucket", "Bucket not found: %s", bucketID)
 	}
