@@ -27,7 +27,9 @@ build() {
 	local what=$1; shift
 	local start=$SECONDS
 	say "building $what (cold builds take minutes; cached afterwards)"
-	( while sleep 60; do say "  still building $what ($(( (SECONDS - start) / 60 )) min)"; done ) &
+	# Its output goes to stderr alone: a sleep left holding stdout would keep
+	# a caller reading this script's answer waiting for up to a minute.
+	( while sleep 60; do say "  still building $what ($(( (SECONDS - start) / 60 )) min)"; done ) >&2 &
 	local ticker=$!
 	local rc=0
 	"$@" >&2 || rc=$?

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -168,6 +169,9 @@ func Start(ctx context.Context) (*ControlPlane, error) {
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// envtest's own 20 s is short for a 2-core machine that is also
+		// compiling the test binaries of other packages.
+		ControlPlaneStartTimeout: time.Minute,
 	}
 	// A service under test may hold a watch open when its API server is
 	// stopped; without a grace period for watches the API server waits for

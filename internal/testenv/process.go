@@ -8,9 +8,10 @@ import (
 )
 
 // process is a test server's process, started in a process group of its
-// own so that stopping it reaches every child it started, and killed by the
-// kernel if the test binary dies first (a -timeout panic, SIGKILL), which
-// runs no cleanup.
+// own so that stopping it reaches every child it started. If the test
+// binary dies first (a -timeout panic, SIGKILL), which runs no cleanup, the
+// kernel kills the process itself; a child it started in the background
+// (RabbitMQ's script starts the broker so) outlives it.
 type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
