@@ -81,17 +81,7 @@ func TestRestoreRefusesToOverwrite(t *testing.T) {
 // A dump restored where a file of its name already is fails and leaves that
 // file as it was.
 func TestRestoreOfADumpRefusesToOverwrite(t *testing.T) {
-	claim := t.TempDir()
-	g := Generation{Method: "postgres", Time: time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, _ = zw.Write([]byte("SELECT 1;\n"))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(claim, g.Name()), gz.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	claim, g := dumpOnClaim(t)
 	r := Restorer{ClaimDir: claim}
 	target := t.TempDir()
 	got, err := r.Restore(context.Background(), g, target)
@@ -137,17 +127,7 @@ func TestRestoreFromTheClaimFailsOnAMissingOrBrokenGeneration(t *testing.T) {
 // next restore there removes it, and a restore already running there keeps
 // any other out.
 func TestRestoreClearsAKilledRestoresWorkFolder(t *testing.T) {
-	claim := t.TempDir()
-	g := Generation{Method: "postgres", Time: time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	_, _ = zw.Write([]byte("SELECT 1;\n"))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(claim, g.Name()), gz.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	claim, g := dumpOnClaim(t)
 	target := t.TempDir()
 	killed := filepath.Join(target, workPrefix+"1234")
 	if err := os.MkdirAll(filepath.Join(killed, "half"), 0o700); err != nil {
@@ -174,4 +154,21 @@ func TestRestoreClearsAKilledRestoresWorkFolder(t *testing.T) {
 	if len(entries) != 1 || entries[0].Name() != strings.TrimSuffix(g.Name(), ".gz") {
 		t.Fatalf("target holds %v, want the dump alone", entries)
 	}
+}
+
+// dumpOnClaim is a claim holding one postgres generation, "SELECT 1;".
+func dumpOnClaim(t *testing.T) (claim string, g Generation) {
+	t.Helper()
+	claim = t.TempDir()
+	g = Generation{Method: "postgres", Time: time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte("SELECT 1;\n"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(claim, g.Name()), gz.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return claim, g
 }
