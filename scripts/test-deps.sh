@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The demo, and its test, run the gate in a user and mount namespace of its
+# own so that it reaches the demo's members through a private /etc/hosts.
+if ! unshare --user --map-root-user --mount true 2>/dev/null; then
+	echo "[test-deps] this system allows no unprivileged user namespace (unshare --user --map-root-user --mount);" >&2
+	echo "[test-deps] the demo and its test need one: allow it (sysctl kernel.unprivileged_userns_clone=1, or a container's seccomp profile)" >&2
+	exit 1
+fi
+
 # postgresql: the backup and catalog tests start a throwaway server.
 # rabbitmq-server: the backup test starts a broker with its management API.
 # sqlite3, age: the standard tools a restore is checked with.
@@ -24,14 +32,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	fi
 	"${as_root[@]}" apt-get update -qq >&2
 	"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
-
-# The demo, and its test, run the gate in a user and mount namespace of its
-# own so that it reaches the demo's members through a private /etc/hosts.
-if ! unshare --user --map-root-user --mount true 2>/dev/null; then
-	echo "[test-deps] this system allows no unprivileged user namespace (unshare --user --map-root-user --mount);" >&2
-	echo "[test-deps] the demo and its test need one: allow it (sysctl kernel.unprivileged_userns_clone=1, or a container's seccomp profile)" >&2
-	exit 1
 fi
 
 for what in envtest vault minio; do

@@ -73,6 +73,19 @@ func (t *teller) awaitStarted(ctx context.Context, job string) {
 }
 
 // jobSuspended reads whether the Job is still suspended.
+// recordServing is the revision the gate's record says serves, as a tag;
+// "nothing" when it names none.
+func (t *teller) recordServing(ctx context.Context) (string, error) {
+	_, r, err := t.readRecord(ctx)
+	if err != nil {
+		return "", err
+	}
+	if r.Serving == "" {
+		return "nothing", nil
+	}
+	return tag(r.Serving), nil
+}
+
 func (t *teller) jobSuspended(ctx context.Context, name string) (bool, error) {
 	j, err := t.kube.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

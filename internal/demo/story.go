@@ -3,6 +3,8 @@ package demo
 import (
 	"context"
 	"net/http"
+
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
 )
 
 // chapter is one part of the story. It returns an error only when the demo
@@ -66,7 +68,11 @@ func newRender(ctx context.Context, t *teller) error {
 
 func migrationRuns(ctx context.Context, t *teller) error {
 	job := "auth-migration-" + tag(releaseRevision)
-	t.say("The migration was tested against %s, the revision the record says serves. The gate's", tag(servingRevision))
+	serving, err := t.recordServing(ctx)
+	if err != nil {
+		return err
+	}
+	t.say("The migration was tested against %s; the record says %s serves. The gate's", tag(servingRevision), serving)
 	t.say("next round weighs that proof against the cluster; what it did:")
 	t.awaitStarted(ctx, job)
 	if err := t.completeJob(ctx, job); err != nil {
@@ -76,6 +82,10 @@ func migrationRuns(ctx context.Context, t *teller) error {
 	t.ask(ctx, "auth-ui", "may-start", http.StatusOK, "every step")
 	return nil
 }
+
+// apiOwnRequests is what one iteration's own traffic sends auth-api's new
+// copy: its Canary's two paths and its readiness path, probe.Rounds times.
+const apiOwnRequests = (2 + 1) * probe.Rounds
 
 // analysisIterations is the Canaries' spec.analysis.iterations.
 const analysisIterations = 4
@@ -113,7 +123,11 @@ func analyseAPI(ctx context.Context, t *teller) error {
 	if err := t.iterate(ctx, "auth-api", 1, 1); err != nil {
 		return err
 	}
-	t.shows("(auth-api's new copy answered %d requests from the gate: every path, three times)", api.requests.Load()-before)
+	answered := api.requests.Load() - before
+	t.shows("(auth-api's new copy answered %d requests from the gate)", answered)
+	if answered != apiOwnRequests {
+		t.miss("the gate sent auth-api's new copy %d requests, not %d: each of its paths %d times", answered, apiOwnRequests, probe.Rounds)
+	}
 	t.say("auth-api's new copy starts answering 503 on /api/session:")
 	api.failOn("/api/session")
 	t.ask(ctx, "auth-api", "checks", http.StatusConflict, "own traffic")
@@ -171,25 +185,32 @@ func staleRelease(ctx context.Context, t *teller) error {
 	}
 	job := "auth-migration-" + tag(staleRevision)
 	t.ask(ctx, "auth-api", "may-start", http.StatusConflict, job)
-	t.say("Its migration was tested against %s, but the record says %s serves. The gate's next", tag(servingRevision), tag(releaseRevision))
+	serving, err := t.recordServing(ctx)
+	if err != nil {
+		return err
+	}
+	t.say("Its migration was tested against %s, but the record says %s serves. The gate's next", tag(servingRevision), serving)
 	t.say("round weighs that proof; what it did, and what its log, /metrics and /releases say:")
 	t.await(ctx, "the gate holds "+tag(staleRevision), t.roundWait, func(context.Context) (string, bool, error) {
 		line := t.gate.logLine(`"msg":"release held"`, staleRevision)
 		return "gate log: " + line, line != "", nil
 	})
-	suspended, err := t.jobSuspended(ctx, job)
-	if err != nil {
-		return err
-	}
-	t.shows("Job %s: suspend %v", job, suspended)
-	if !suspended {
-		t.miss("the gate started %s on a stale proof", job)
+	// The schema untouched: neither this release's up nor any down ran.
+	for _, name := range []string{job, "auth-migration-down-" + tag(staleRevision), "auth-migration-down-" + tag(releaseRevision)} {
+		suspended, err := t.jobSuspended(ctx, name)
+		if err != nil {
+			return err
+		}
+		t.shows("Job %s: suspend %v", name, suspended)
+		if !suspended {
+			t.miss("the gate started %s while the release is held", name)
+		}
 	}
 	t.say("GET /metrics from the scraper's address %s:", scraperAddress)
 	t.metrics(ctx, scraperAddress, http.StatusOK, `reason="stale-proof"`)
 	t.say("GET /metrics from %s, which is no scraper's pod:", outsiderAddress)
 	t.metrics(ctx, outsiderAddress, http.StatusForbidden, "")
-	t.releases(ctx, func(r record) bool { return r.Pinned == staleRevision })
+	t.releases(ctx, func(r record) bool { return r.Pinned == staleRevision && r.Serving == releaseRevision })
 	return nil
 }
 
