@@ -363,13 +363,9 @@ func WarmupVerdict(revision string, w probe.Warmup, err error) WarmupRecord {
 	case err != nil:
 		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: clip(err.Error())}}
 	case w.Failure != nil && (w.Failure.Status < 100 || w.Failure.Status > 599):
-		// HTTP has no status outside 100-599, though a server can send one;
-		// the record and /releases keep 0 and name it in the request.
-		request := fmt.Sprintf("%s%s (answered %d)", w.Failure.Host, w.Failure.Path, w.Failure.Status)
-		if w.Failure.Status == 0 {
-			request = w.Failure.Host + w.Failure.Path
-		}
-		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: request}}
+		// HTTP has no status outside 100-599, though a server can send one:
+		// that is no HTTP answer, and the record keeps it as none.
+		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: w.Failure.Host + w.Failure.Path}}
 	case w.Failure != nil:
 		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: w.Failure.Host + w.Failure.Path, Status: w.Failure.Status}}
 	}
@@ -441,6 +437,10 @@ func Tend(v ApplicationView) Plan {
 		return p
 	}
 	decideRelease(&p, v, next, mig)
+	// The release's decision may have moved the record on (a migration
+	// started or undone); only a record that differs from the one read is
+	// written.
+	p.Write = p.Create || !sameRecord(rec, p.Record)
 	return p
 }
 
@@ -451,9 +451,12 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 	hold := func(reason, cause string) {
 		p.Held = &Held{Reason: reason, Cause: cause, Serving: next.Serving, Pinned: next.Pinned, Since: *next.Since, Deadline: deadline}
 	}
-	migrated := func() {
-		if p.Record.Migrated != next.Pinned {
-			p.Record.Migrated, p.Write = next.Pinned, true
+	migrated := func() { p.Record.Migrated = next.Pinned }
+	// A start recorded by an earlier round whose patch never landed: the Job
+	// is still suspended, so nothing ran.
+	notStarted := func() {
+		if p.Record.Migrated == next.Pinned {
+			p.Record.Migrated = ""
 		}
 	}
 	failed, who := FailedSince(v.Members, next.Pinned, *next.Since)
@@ -486,6 +489,7 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 	case up.Suspended && failed:
 		// Flagger gave the release up before its migration ran: nothing
 		// to start, and nothing ran to undo.
+		notStarted()
 		analysisFailed()
 		return
 	case up.Suspended:
@@ -493,6 +497,7 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 			p.Start = startOf(up)
 			migrated()
 		} else {
+			notStarted()
 			hold(HeldStaleProof, why)
 		}
 		return
@@ -539,7 +544,6 @@ func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag str
 		// Undone: the schema is the proven revision's again.
 		if p.Record.Migrated == next.Pinned {
 			p.Record.Migrated = ""
-			p.Write = true
 		}
 		return
 	case !down.Suspended:

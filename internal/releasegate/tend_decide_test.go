@@ -399,7 +399,7 @@ func TestWarmupVerdict(t *testing.T) {
 		{"every request passed", probe.Warmup{Requests: 4}, nil, true, "", 0},
 		{"no public host reaches it: warmed without a request", probe.Warmup{Unreachable: []string{"a.example.com"}}, nil, true, "", 0},
 		{"a 5xx stops it", probe.Warmup{Requests: 2, Failure: &probe.Answer{Host: "a.example.com", Path: "/api", Status: 502}}, nil, false, "a.example.com/api", 502},
-		{"a status HTTP has not is kept as none, and named", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Status: 999}}, nil, false, "a.example.com/ (answered 999)", 0},
+		{"a status HTTP has not is no answer", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Status: 999}}, nil, false, "a.example.com/", 0},
 		{"no answer stops it", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Cause: "no answer within 10s"}}, nil, false, "a.example.com/", 0},
 		{"a host that is not one", probe.Warmup{}, errors.New(`host "x" is a single label`), false, `host "x" is a single label`, 0},
 	}
@@ -561,6 +561,12 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 			scene(migrated, failedAt(t0), func(v *ApplicationView) { v.Jobs[1] = mjob(downJob, false, true, false) }), "", true, false, HeldAnalysisFailed},
 		{"a later release is held while it stands, whatever its own proof says", scene(superseded), rev, true, false, HeldStaleProof},
 		{"a start whose patch did not land is made again", scene(func(v *ApplicationView) { v.Record.Migrated = rev }), rev, false, true, ""},
+		{"a start that never landed is forgotten once Flagger fails the release",
+			scene(failedAt(t0), func(v *ApplicationView) { v.Record.Migrated = rev }), "", true, false, HeldAnalysisFailed},
+		{"once undone, later rounds write nothing",
+			scene(failedAt(t0), func(v *ApplicationView) {
+				v.Jobs = []MigrationJob{mjob(upJob, false, true, false), mjob(downJob, false, true, false)}
+			}), "", false, false, HeldAnalysisFailed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
