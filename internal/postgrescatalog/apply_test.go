@@ -302,6 +302,41 @@ func TestAdoptionOfANoInheritOwner(t *testing.T) {
 	}
 }
 
+// A member of the owner role that does not inherit it, and that created
+// something in the database, would lose it to the owner role: from
+// PostgreSQL 16 its membership is made to inherit first, before that the
+// run refuses.
+func TestAHolderThatDoesNotInherit(t *testing.T) {
+	f := newFixture(t)
+	c := f.catalog("auth")
+	f.mustApply(t, c)
+	f.pg.Psql(t, "postgres", `CREATE ROLE worker LOGIN NOINHERIT PASSWORD 'worker-pw'; GRANT "auth-owner" TO worker;`)
+	f.pg.Psql(t, "auth_db", `CREATE SCHEMA jobs; GRANT USAGE, CREATE ON SCHEMA jobs TO worker;`)
+	ctx := context.Background()
+	worker := f.connectAs(t, "auth_db", "worker", "worker-pw")
+	if _, err := worker.Exec(ctx, `CREATE TABLE jobs.queue (id int)`); err != nil {
+		t.Fatal(err)
+	}
+	version, _ := strconv.Atoi(f.psqlOne(t, "postgres", `SHOW server_version_num`))
+	_, statements, _, err := f.apply(t, c)
+	if version < 160000 {
+		step, ok := errors.AsType[*StepError](err)
+		if !ok || step.Step != StepReassign || !strings.Contains(err.Error(), "does not inherit") {
+			t.Fatalf("error %v, want auth_db refused at the reassign step", err)
+		}
+		if ch := changes(statements); len(ch) != 0 {
+			t.Errorf("sent %s", fmtList(ch))
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := worker.Exec(ctx, `INSERT INTO jobs.queue VALUES (1)`); err != nil {
+		t.Fatalf("the member lost its table: %v", err)
+	}
+}
+
 // A superuser made a member of the owner role, that created something in the
 // database, is not reassigned from: its objects are not handed to an
 // ordinary role, and the run says so at the reassign step.

@@ -82,8 +82,11 @@ type DatabaseState struct {
 	// Holders are members of the owner role that own objects in the database:
 	// adopted roles that created something since.
 	Holders []string `json:"holders"`
-	// SuperuserHolders are the holders that are superusers.
-	SuperuserHolders []string `json:"superuserHolders"`
+	// SuperuserHolders are the holders that are superusers;
+	// HoldersNotInheriting those whose membership does not pass the owner
+	// role's privileges on without SET ROLE.
+	SuperuserHolders     []string `json:"superuserHolders"`
+	HoldersNotInheriting []string `json:"holdersNotInheriting"`
 	// OtherDatabases and Tablespaces map the database's owner and each
 	// holder to the other databases and the tablespaces it owns, which
 	// REASSIGN OWNED would hand over too.
@@ -196,6 +199,15 @@ func PlanShared(p Project, s Shared) (roles []Statement, createDatabase *Stateme
 		if others := d.alsoHandedOver(h); others != "" {
 			return nil, nil, nil, &Refusal{StepReassign, fmt.Sprintf("%s owns objects in %s and also owns %s; REASSIGN OWNED would hand those over too",
 				h, p.Database, others)}
+		}
+		if slices.Contains(d.HoldersNotInheriting, h) {
+			// As at adoption: what it made goes to the owner role, and its
+			// logins keep it only through a membership that inherits.
+			if !d.GrantsInherit {
+				return nil, nil, nil, &Refusal{StepReassign, fmt.Sprintf("%s owns objects in %s but does not inherit %s; its logins would lose them",
+					h, p.Database, p.OwnerRole)}
+			}
+			rest = append(rest, Statement{StepReassign, "GRANT " + owner + " TO " + ident(h) + " WITH INHERIT TRUE"})
 		}
 		rest = append(rest, Statement{StepReassign, "REASSIGN OWNED BY " + ident(h) + " TO " + owner})
 	}

@@ -92,6 +92,18 @@ func TestPlanShared(t *testing.T) {
 		rest: []string{`ALTER DATABASE "auth_db" OWNER TO "auth-owner"`, `GRANT "auth-owner" TO "legacy" WITH INHERIT TRUE`,
 			`REASSIGN OWNED BY "legacy" TO "auth-owner"`},
 	}, {
+		name: "a holder that does not inherit is refused where a grant cannot inherit (before PostgreSQL 16)",
+		state: func(s *Shared) {
+			s.Database.Holders, s.Database.HoldersNotInheriting = []string{"old"}, []string{"old"}
+		},
+		refuseStep: StepReassign, refuseText: "old owns objects in auth_db but does not inherit",
+	}, {
+		name: "a holder that does not inherit gets a membership that does, then is reassigned from (PostgreSQL 16 and later)",
+		state: func(s *Shared) {
+			s.Database.Holders, s.Database.HoldersNotInheriting, s.Database.GrantsInherit = []string{"old"}, []string{"old"}, true
+		},
+		rest: []string{`GRANT "auth-owner" TO "old" WITH INHERIT TRUE`, `REASSIGN OWNED BY "old" TO "auth-owner"`},
+	}, {
 		name: "an old owner owning a tablespace is refused: REASSIGN OWNED would hand it over too",
 		state: func(s *Shared) {
 			s.Database.Owner, s.Database.Tablespaces = "legacy", map[string][]string{"legacy": {"fast_ssd"}}

@@ -93,6 +93,10 @@ SELECT json_build_object(
       'holders', COALESCE((SELECT json_agg(h.rolname ORDER BY h.rolname) FROM pg_roles h WHERE h.oid IN (SELECT oid FROM holders)), '[]'),
       'superuserHolders', COALESCE((SELECT json_agg(h.rolname ORDER BY h.rolname) FROM pg_roles h
           WHERE h.oid IN (SELECT oid FROM holders) AND h.rolsuper), '[]'),
+      'holdersNotInheriting', COALESCE((SELECT json_agg(h.rolname ORDER BY h.rolname)
+          FROM pg_roles h JOIN pg_auth_members m ON m.member = h.oid JOIN owner o ON m.roleid = o.oid
+          WHERE h.oid IN (SELECT oid FROM holders)
+            AND NOT COALESCE((to_jsonb(m) ->> 'inherit_option')::boolean, h.rolinherit)), '[]'),
       'tablespaces', COALESCE((SELECT json_object_agg(o.rolname, o.names) FROM (
           SELECT r2.rolname, json_agg(t.spcname ORDER BY t.spcname) AS names
           FROM pg_tablespace t JOIN pg_roles r2 ON r2.oid = t.spcowner
