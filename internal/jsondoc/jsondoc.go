@@ -91,8 +91,11 @@ func repeatedName(raw []byte) error {
 	dec.UseNumber()
 	for {
 		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 		if err != nil {
-			return nil // the end, or trailing data the caller refuses itself
+			return errors.New(OneLine(err)) // not reached for a document that parsed
 		}
 		var top *container
 		if len(open) > 0 {
