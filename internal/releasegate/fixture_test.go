@@ -249,8 +249,19 @@ spec:
     iterations: 4
     threshold: 3
     webhooks:%s
-status: {phase: %s, iterations: %d, lastAppliedSpec: %q, lastPromotedSpec: %q, lastTransitionTime: %q}`,
-		m.process, a.ns, a.name, m.process, hooks, m.phase, m.iterations, m.applied, m.promoted, transitioned.UTC().Format(time.RFC3339))
+status:
+  phase: %s
+  iterations: %d
+  lastAppliedSpec: %q
+  lastPromotedSpec: %q
+  lastTransitionTime: %q
+  conditions:
+    - {type: Promoted, status: %q, reason: %s, message: "", lastUpdateTime: %q, lastTransitionTime: %q}`,
+		m.process, a.ns, a.name, m.process, hooks, m.phase, m.iterations, m.applied, m.promoted,
+		// Flagger rewrites status.lastTransitionTime on every tick of a
+		// failed Canary; the Promoted condition keeps when the phase changed.
+		time.Now().UTC().Format(time.RFC3339), promotedStatus(m.phase), m.phase,
+		transitioned.UTC().Format(time.RFC3339), transitioned.UTC().Format(time.RFC3339))
 }
 
 func (a *app) apply(t testing.TB, cp *testenv.ControlPlane) {
@@ -474,4 +485,16 @@ func (r *running) askWith(t testing.TB, from, path, body string, header http.Hea
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+// promotedStatus is the status Flagger gives a Canary's Promoted condition in
+// phase.
+func promotedStatus(phase string) string {
+	switch phase {
+	case "Initialized", "Succeeded":
+		return "True"
+	case "Failed":
+		return "False"
+	}
+	return "Unknown"
 }

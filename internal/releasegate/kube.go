@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	flaggerclient "github.com/fluxcd/flagger/pkg/client/clientset/versioned"
@@ -171,6 +172,20 @@ func canaryOf(c *flaggerv1.Canary) Canary {
 		}
 	}
 	return out
+}
+
+// PhaseChangedAt is when Flagger last moved a Canary's Promoted condition
+// to the status it has: for a failed Canary, when it failed. The Canary's
+// status.lastTransitionTime is no such time, since Flagger rewrites it on
+// every tick of a failed Canary; a Canary without the condition falls back
+// to it.
+func PhaseChangedAt(c *flaggerv1.Canary) time.Time {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == flaggerv1.PromotedType && !cond.LastTransitionTime.IsZero() {
+			return cond.LastTransitionTime.Time
+		}
+	}
+	return c.Status.LastTransitionTime.Time
 }
 
 // Deployment reads one Deployment.

@@ -106,7 +106,7 @@ func (k *Kube) Canaries(ctx context.Context) ([]CanaryState, error) {
 		}
 		for i := range list.Items {
 			c := &list.Items[i]
-			out = append(out, CanaryState{Namespace: c.Namespace, Canary: canaryOf(c), Transitioned: c.Status.LastTransitionTime.Time})
+			out = append(out, CanaryState{Namespace: c.Namespace, Canary: canaryOf(c), Transitioned: PhaseChangedAt(c)})
 		}
 		return list.Continue, nil
 	}, partOfSelector)

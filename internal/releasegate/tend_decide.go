@@ -54,7 +54,7 @@ type MigrationJob struct {
 // and when Flagger last moved its Canary's phase.
 type MemberView struct {
 	MemberState
-	// Transitioned is the Canary's status.lastTransitionTime.
+	// Transitioned is when the Canary's phase last changed (PhaseChangedAt).
 	Transitioned time.Time
 }
 

@@ -482,3 +482,37 @@ func TestARoundStartsBeforeItWarms(t *testing.T) {
 		t.Fatalf("%d warmups; the migration started before the warmup: %v\n%s", warmups, startedFirst, logs)
 	}
 }
+
+// A member that failed before the gate first saw this revision stays Failed
+// until Flagger starts on it, its status.lastTransitionTime stamped on every
+// tick meanwhile: the round goes by when the Promoted condition changed, and
+// neither holds the release nor undoes its migration.
+func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
+	cp := testenv.Own(t)
+	kube, err := releasegate.NewKube(grant(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	hourAgo := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	a := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
+			transitioned: time.Now().Add(-2 * time.Hour)}},
+		jobs: []job{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
+		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+			Pinned: rev, Since: &hourAgo, Migrated: rev}}
+	a.apply(t, cp)
+	logs := &testenv.LogBuffer{}
+	tender := releasegate.NewTender(kube, gateNS, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
+		return probe.Warmup{}, nil
+	}), slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	if err := tender.Round(context.Background()); err != nil {
+		t.Fatalf("round: %v\n%s", err, logs)
+	}
+	if strings.Contains(logs.String(), `"msg":"release held"`) {
+		t.Errorf("held for a failure from before the revision:\n%s", logs)
+	}
+	if !suspended(t, cp, ns, "pay-migration-down-"+tag) {
+		t.Error("a migration was undone for a failure from before the revision")
+	}
+}

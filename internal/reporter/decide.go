@@ -57,7 +57,7 @@ type Member struct {
 	Iterations int
 	// Message is Flagger's message on the Canary's Promoted condition.
 	Message string
-	// ChangedAt is when the Canary's phase last changed (status.lastTransitionTime).
+	// ChangedAt is when the Canary's phase last changed (releasegate.PhaseChangedAt).
 	ChangedAt time.Time
 }
 

@@ -265,10 +265,13 @@ status:
   iterations: %[6]d
   lastAppliedSpec: spec-new
   lastPromotedSpec: %[7]s
-  lastTransitionTime: "%[8]s"
+  lastTransitionTime: "%[10]s"
   conditions:
     - {type: Promoted, status: "Unknown", reason: %[5]s, message: %[9]q, lastUpdateTime: "%[8]s", lastTransitionTime: "%[8]s"}
-`, c.name, w.appNS, c.app, c.rev, c.phase, c.iterations, promoted, c.changedAt.UTC().Format(time.RFC3339), c.message)
+`, c.name, w.appNS, c.app, c.rev, c.phase, c.iterations, promoted, c.changedAt.UTC().Format(time.RFC3339), c.message,
+		// Flagger rewrites status.lastTransitionTime on every tick of a
+		// failed Canary; the Promoted condition keeps when the phase changed.
+		time.Now().UTC().Format(time.RFC3339))
 	for _, d := range []struct{ name, image string }{{c.name, "img:new"}, {c.name + "-primary", primary}} {
 		out += fmt.Sprintf(`---
 apiVersion: apps/v1

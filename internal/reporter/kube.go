@@ -188,7 +188,7 @@ func (k *Kube) Member(ctx context.Context, name types.NamespacedName) (Member, e
 	}
 	m.State.HasCanary = true
 	m.State.Canary = releasegate.CanaryOf(&c)
-	m.ChangedAt = c.Status.LastTransitionTime.Time
+	m.ChangedAt = releasegate.PhaseChangedAt(&c)
 	if c.Spec.Analysis != nil {
 		m.Iterations = c.Spec.Analysis.Iterations
 	}

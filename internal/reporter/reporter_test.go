@@ -111,6 +111,23 @@ func TestRolledBackMemberFailsTheRelease(t *testing.T) {
 	expect(t, w, id, 1, StateFailure, "auth-api rolled back: Canary analysis failed, Deployment scaled to zero.")
 }
 
+// A member that failed in the release before stays Failed until Flagger
+// starts on this one, and Flagger stamps its status.lastTransitionTime on
+// every tick meanwhile: that is no rollback of this release.
+func TestAFailureFromTheReleaseBeforeIsNoRollback(t *testing.T) {
+	w := newWorld(t)
+	r := w.reporter()
+	id := w.deployment(repo, "auth", "1.4.0")
+	w.applyUnit(authUnit(w))
+	w.applyCanary(canary{name: "auth-api", app: "auth", rev: revA, phase: "Failed", message: "Canary analysis failed, Deployment scaled to zero.",
+		changedAt: time.Now().Add(-time.Hour)})
+	w.applyCanary(canary{name: "auth-ui", app: "auth", rev: revA, phase: "Initialized", settled: true})
+	w.pass(r)
+	if got := w.latest(repo, id); got.State == StateFailure {
+		t.Fatalf("the release before's failure was reported as this one's: %+v", got)
+	}
+}
+
 func TestWarmupFailureIsTheLastWordAndTheGateDownFailsNothing(t *testing.T) {
 	w := newWorld(t)
 	r := w.reporter()
