@@ -75,6 +75,9 @@ func (f Files) Write(ctx context.Context, w io.Writer) error {
 		buf:     make([]byte, 1<<20),
 	}
 	if err := fs.WalkDir(source.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil && rel != "." && errors.Is(err, fs.ErrNotExist) {
+			return a.vanished(rel)
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", filepath.Join(f.Source, rel), err)
 		}
@@ -108,6 +111,9 @@ func (a *archiver) add(ctx context.Context, rel string, d fs.DirEntry) error {
 	}
 	path := filepath.Join(a.files.Source, rel)
 	info, err := d.Info()
+	if errors.Is(err, fs.ErrNotExist) {
+		return a.vanished(rel)
+	}
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", path, err)
 	}
@@ -121,6 +127,9 @@ func (a *archiver) add(ctx context.Context, rel string, d fs.DirEntry) error {
 		return a.header(hdr)
 	case mode&fs.ModeSymlink != 0:
 		target, err := a.source.Readlink(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			return a.vanished(rel)
+		}
 		if err != nil {
 			return fmt.Errorf("read link %s: %w", path, err)
 		}
@@ -140,6 +149,16 @@ func (a *archiver) add(ctx context.Context, rel string, d fs.DirEntry) error {
 	}
 }
 
+// vanished leaves out a file removed between the walk listing it and its
+// being read (a rollback journal at the end of a write, a log rotated away):
+// it is no longer part of the volume, and one such file does not cost the
+// volume its backup.
+func (a *archiver) vanished(rel string) error {
+	a.skipped++
+	a.logger.Warn("left out a file removed while the volume was read", "path", rel)
+	return nil
+}
+
 func (a *archiver) header(hdr *tar.Header) error {
 	if err := a.tw.WriteHeader(hdr); err != nil {
 		return fmt.Errorf("archive %s: %w", hdr.Name, err)
@@ -155,6 +174,9 @@ func (a *archiver) regularFile(ctx context.Context, rel string) error {
 	// O_NOFOLLOW: a file swapped for a symlink since the walk saw it is
 	// refused rather than followed.
 	src, err := a.source.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0) //nolint:gosec // reading every file of the volume is the method's job
+	if errors.Is(err, fs.ErrNotExist) {
+		return a.vanished(rel)
+	}
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}

@@ -378,3 +378,48 @@ func TestSameAcrossCopy(t *testing.T) {
 		}
 	}
 }
+
+// A file listed by the walk and removed before it is read (a rollback
+// journal at the end of a write) is left out and logged; the volume still
+// gets its backup.
+func TestFilesLeavesOutAFileRemovedWhileRead(t *testing.T) {
+	for _, kind := range []string{"file", "symlink", "folder"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "gone")
+			var err error
+			switch kind {
+			case "file":
+				err = os.WriteFile(path, []byte("x"), 0o600)
+			case "symlink":
+				err = os.Symlink("elsewhere", path)
+			case "folder":
+				err = os.Mkdir(path, 0o700)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("read %s: %v %v", dir, entries, err)
+			}
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			source, err := os.OpenRoot(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer source.Close()
+			var logs bytes.Buffer
+			a := &archiver{files: Files{Source: dir}, source: source, logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+				tw: tar.NewWriter(io.Discard), buf: make([]byte, 16)}
+			if err := a.add(context.Background(), "gone", entries[0]); err != nil {
+				t.Fatalf("a removed %s failed the run: %v", kind, err)
+			}
+			if a.skipped != 1 || !strings.Contains(logs.String(), "removed while the volume was read") {
+				t.Fatalf("skipped %d, logs %s", a.skipped, logs.String())
+			}
+		})
+	}
+}
