@@ -373,9 +373,49 @@ func TestSameAcrossCopy(t *testing.T) {
 		{"a commit without a log after page 1 was copied", db("c1"), db("c1"), db("c2"), false},
 		{"no writer, no log", db("c1"), db("c1"), db("c1"), true},
 	} {
-		if err := sameAcrossCopy(c.before, c.copied, c.after); (err == nil) != c.ok {
+		if err := sameAcrossCopy(c.before, c.copied, c.after, "st", "st"); (err == nil) != c.ok {
 			t.Errorf("%s: %v", c.name, err)
 		}
+	}
+	if err := sameAcrossCopy(db("c1"), db("c1"), db("c1"), "st1", "st2"); err == nil {
+		t.Error("a database file written during the copy, its counter unmoved, passed")
+	}
+	if err := sameAcrossCopy(wal("s1"), wal("s1"), wal("s1"), "st1", "st2"); err != nil {
+		t.Errorf("a checkpoint into the database file during a copy with its log failed it: %v", err)
+	}
+}
+
+// Under exclusive locking SQLite bumps the change counter on the first
+// commit only: a later commit leaves the fingerprint as it was, and only the
+// file's stamp shows it.
+func TestStampSeesACommitTheCounterMisses(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", filepath.Join(dir, "app.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, stmt := range []string{`PRAGMA locking_mode=EXCLUSIVE`, `CREATE TABLE t (v TEXT)`, `INSERT INTO t VALUES ('aaaa')`} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	before, _ := fingerprint(root, "app.db")
+	stampBefore, _ := stamp(root, "app.db")
+	time.Sleep(10 * time.Millisecond)
+	if _, err := db.Exec(`UPDATE t SET v = 'bbbb'`); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := fingerprint(root, "app.db")
+	stampAfter, _ := stamp(root, "app.db")
+	if err := sameAcrossCopy(before, before, after, stampBefore, stampAfter); err == nil {
+		t.Fatalf("a commit under exclusive locking went unseen: fingerprint %x to %x, stamp %s to %s", before, after, stampBefore, stampAfter)
 	}
 }
 

@@ -60,6 +60,10 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 	if err != nil {
 		return err
 	}
+	stampBefore, err := stamp(a.source, rel)
+	if err != nil {
+		return err
+	}
 	if err := copyFile(src, a.staging, staged, a.buf); err != nil {
 		return err
 	}
@@ -87,18 +91,44 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 	if err != nil {
 		return err
 	}
-	return sameAcrossCopy(before, copied, after)
+	stampAfter, err := stamp(a.source, rel)
+	if err != nil {
+		return err
+	}
+	return sameAcrossCopy(before, copied, after, stampBefore, stampAfter)
 }
 
 // sameAcrossCopy says a copy is one moment's when the source's fingerprint
 // before the copy, the copy's own and the source's after it are one: a log
 // reset or truncated by a checkpoint, or a transaction committed without a
-// log, during the copy changes one of them.
-func sameAcrossCopy(before, copied, after []byte) error {
+// log, during the copy changes one of them. With no log the database file
+// must not have been written at all (its stamps before and after): the
+// change counter misses a commit under exclusive locking, or one made in
+// WAL mode by a connection that checkpointed and removed its log on close.
+// With a log, the file may be written by a checkpoint: the log copied with
+// it holds every page that write carried.
+func sameAcrossCopy(before, copied, after []byte, stampBefore, stampAfter string) error {
 	if !bytes.Equal(before, copied) || !bytes.Equal(before, after) {
 		return errors.New("a writer reset the log or rewrote the database during the copy")
 	}
+	if bytes.HasPrefix(before, []byte("db:")) && stampBefore != stampAfter {
+		return errors.New("a writer changed the database file during the copy")
+	}
 	return nil
+}
+
+// stamp is a file's size and its modification and change times, to the
+// nanosecond the file system keeps: a write between two stamps changes it.
+func stamp(root *os.Root, name string) (string, error) {
+	info, err := root.Lstat(name)
+	if err != nil {
+		return "", fmt.Errorf("stat %s: %w", name, err)
+	}
+	changed := ""
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		changed = fmt.Sprintf("%d.%09d", st.Ctim.Sec, st.Ctim.Nsec)
+	}
+	return fmt.Sprintf("%d/%d/%s", info.Size(), info.ModTime().UnixNano(), changed), nil
 }
 
 // fingerprint is what changes when a writer invalidates a copy taken across
