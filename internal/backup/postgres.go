@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Postgres dumps every database, role and tablespace of a server with the
@@ -44,10 +46,22 @@ func (p Postgres) Write(ctx context.Context, w io.Writer) error {
 		"PGPASSWORD="+p.Password,
 		"PGCONNECT_TIMEOUT=30",
 	)
-	cmd.Stdout = w
+	// pg_dumpall runs pg_dump for each database through a shell: on cancel
+	// the whole process group is ended, and the pipes are not waited on for
+	// long, or a pg_dump left holding stdout keeps the run from ending.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	out := &firstError{w: w}
+	cmd.Stdout = out
 	stderr := &tailBuffer{max: 4096}
 	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
+		// A dump that could not be written (the claim full) kills pg_dump
+		// on a broken pipe; the write's own error is the cause.
+		if out.err != nil {
+			return fmt.Errorf("write the dump: %w", out.err)
+		}
 		reason := strings.TrimSpace(stderr.String())
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && reason != "" {
@@ -56,6 +70,20 @@ func (p Postgres) Write(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("pg_dumpall: %w", err)
 	}
 	return nil
+}
+
+// firstError passes writes to w and keeps the first error one met.
+type firstError struct {
+	w   io.Writer
+	err error
+}
+
+func (f *firstError) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	return n, err
 }
 
 // tailBuffer keeps the last max bytes written to it: enough of a failing

@@ -2,10 +2,13 @@ package backup
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,4 +101,53 @@ func TestPostgresMissingProgram(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	assertFiles(t, dir)
+}
+
+// fakeDumpall writes a pg_dumpall stand-in: a shell script running body.
+func fakeDumpall(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pg_dumpall")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o700); err != nil { //nolint:gosec // a test program
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A cancelled dump ends at once, though pg_dumpall's own child (the
+// pg_dump it runs through a shell) still holds the output open.
+func TestPostgresCancelEndsTheDumpsChildren(t *testing.T) {
+	program := fakeDumpall(t, "echo '-- dump'; sleep 60 & wait")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := Postgres{Program: program}.Write(ctx, io.Discard)
+	if err == nil {
+		t.Fatal("a cancelled dump succeeded")
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("the cancelled dump took %v to end", took)
+	}
+}
+
+// A dump the claim cannot take names the write's cause, not pg_dump's
+// broken pipe.
+func TestPostgresNamesAFailedWrite(t *testing.T) {
+	program := fakeDumpall(t, "head -c 10000000 /dev/zero")
+	err := Postgres{Program: program}.Write(context.Background(), &fullClaim{room: 1 << 20})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Write = %v, want the claim's ENOSPC", err)
+	}
+}
+
+// fullClaim takes room bytes, then fails as a full file system does.
+type fullClaim struct{ room int }
+
+func (f *fullClaim) Write(p []byte) (int, error) {
+	if len(p) > f.room {
+		n := f.room
+		f.room = 0
+		return n, syscall.ENOSPC
+	}
+	f.room -= len(p)
+	return len(p), nil
 }
