@@ -77,7 +77,7 @@ func (g *GitHub) List(ctx context.Context, repo githubapp.Repository, page int) 
 func (g *GitHub) Statuses(ctx context.Context, repo githubapp.Repository, id int64) (Statuses, error) {
 	list, _, err := g.gh.Repositories.ListDeploymentStatuses(ctx, repo.Owner, repo.Name, id, &github.ListOptions{PerPage: perPage})
 	if err != nil {
-		return Statuses{}, fmt.Errorf("read the statuses of Deployment %d of %s: %w", id, repo, err)
+		return Statuses{}, fmt.Errorf("read the statuses of Deployment %d of %s: %w", id, repo, refusal(err))
 	}
 	var out Statuses
 	if len(list) > 0 {
@@ -107,7 +107,32 @@ func (g *GitHub) Write(ctx context.Context, repo githubapp.Repository, id int64,
 		req.EnvironmentURL = github.Ptr(s.EnvironmentURL)
 	}
 	if _, _, err := g.gh.Repositories.CreateDeploymentStatus(ctx, repo.Owner, repo.Name, id, req); err != nil {
-		return fmt.Errorf("write %s to Deployment %d of %s: %w", s.State, id, repo, err)
+		return fmt.Errorf("write %s to Deployment %d of %s: %w", s.State, id, repo, refusal(err))
 	}
 	return nil
+}
+
+// ErrRefused marks GitHub refusing a request for what it is (an archived
+// repository is read-only, a Deployment gone): asking again next pass gets
+// the same answer, so the unit is skipped rather than failing every pass.
+var ErrRefused = errors.New("GitHub refuses it")
+
+// refusal marks err with ErrRefused when GitHub answered 403 (not for a rate
+// limit), 404, 410 or 422. A rate limit, 401 and 5xx stay errors of the
+// pass: they pass, or concern every unit.
+func refusal(err error) error {
+	var rate *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	if errors.As(err, &rate) || errors.As(err, &abuse) {
+		return err
+	}
+	var ghErr *github.ErrorResponse
+	if !errors.As(err, &ghErr) || ghErr.Response == nil {
+		return err
+	}
+	switch ghErr.Response.StatusCode {
+	case http.StatusForbidden, http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity:
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return err
 }

@@ -46,7 +46,9 @@ type Reporter struct {
 
 // Pass looks at every unit once and writes every status that moved. A unit
 // that cannot be read or written does not stop the others; the pass then
-// fails naming the first such unit.
+// fails naming the first such unit. A unit GitHub refuses for what it is
+// (ErrRefused) is skipped and logged once instead: failing every pass for
+// it would only get the Reporter restarted by its liveness probe.
 func (r *Reporter) Pass(ctx context.Context) error {
 	units, err := r.Cluster.Units(ctx, r.Namespace)
 	if err != nil {
@@ -58,6 +60,10 @@ func (r *Reporter) Pass(ctx context.Context) error {
 		if err := p.unit(ctx, u); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if errors.Is(err, ErrRefused) {
+				r.skip(u.Name, err.Error())
+				continue
 			}
 			r.Logger.Error("cannot report on a unit", slog.String("unit", u.Name), slog.String("error", err.Error()))
 			errs = append(errs, fmt.Errorf("unit %s: %w", u.Name, err))
@@ -124,7 +130,18 @@ func (p *pass) unit(ctx context.Context, u UnitObject) error {
 			rollout.Repository, u.Project, rollout.Version))
 		return nil
 	}
+	if err := p.report(ctx, u, rollout, source, d); err != nil {
+		return err
+	}
+	// Reported on: a later skip is news again. A unit GitHub refuses is
+	// not, so its skip is logged once however many passes meet it.
 	p.r.reporting(u.Name)
+	return nil
+}
+
+// report reads the Rollout's Deployment's statuses and the members, and
+// writes the status the cluster shows when it moved.
+func (p *pass) report(ctx context.Context, u UnitObject, rollout Rollout, source Source, d Deployment) error {
 	statuses, err := p.r.Deployments.Statuses(ctx, rollout.Repository, d.ID)
 	if err != nil {
 		return err

@@ -311,3 +311,27 @@ func TestAPinTheSourceCannotFetchFails(t *testing.T) {
 	w.pass(r)
 	expect(t, w, id, 1, StateFailure, "Flux could not apply auth 1.4.0: OCIArtifactPullFailed: failed to pull artifact: manifest unknown")
 }
+
+// A unit GitHub refuses for what it is (its repository archived, so
+// read-only) is skipped and logged once; the pass still succeeds for the
+// rest, so the Reporter stays fresh and is not restarted for it.
+func TestAUnitGitHubRefusesIsSkipped(t *testing.T) {
+	w := newWorld(t)
+	r := w.reporter()
+	w.deployment(repo, "auth", "1.4.0")
+	u := authUnit(w)
+	u.canaries = nil
+	w.applyUnit(u)
+	u.project, u.repo = "docs", "acme/docs"
+	w.applyUnit(u)
+	docs := w.deployment("acme/docs", "docs", "1.4.0")
+	w.fake.ArchiveRepository(repo)
+	w.pass(r)
+	w.pass(r)
+	if got := w.latest("acme/docs", docs); got.State != StateSuccess {
+		t.Fatalf("docs beside the refused unit: %+v", got)
+	}
+	if n := strings.Count(w.logs.String(), `"msg":"unit skipped","unit":"project-auth"`); n != 1 {
+		t.Fatalf("the refused unit was logged %d times, want once:\n%s", n, w.logs)
+	}
+}

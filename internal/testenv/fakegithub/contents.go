@@ -21,6 +21,7 @@ type repository struct {
 	files         map[string][]byte
 	commits       []Commit
 	deployments   []*deployment
+	archived      bool
 }
 
 // Commit is one commit the fake recorded on a repository.

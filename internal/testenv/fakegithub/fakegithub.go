@@ -189,7 +189,7 @@ func (s *Server) handler() http.Handler {
 			auth, ok := s.authenticate(rec, r, rt.auth)
 			if ok && rt.auth == "installation" {
 				s.setRateHeaders(rec)
-				ok = !s.failing(rec)
+				ok = !s.failing(rec) && !s.readOnly(rec, r)
 			}
 			if ok {
 				rt.handle(s, rec, r)
@@ -211,6 +211,30 @@ func (s *Server) handler() http.Handler {
 		w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// ArchiveRepository makes repo read-only, as archiving it on GitHub does:
+// every write to it is answered 403.
+func (s *Server) ArchiveRepository(repo string) {
+	s.AddRepository(repo)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repos[repo].archived = true
+}
+
+// readOnly answers a write to an archived repository as GitHub does.
+func (s *Server) readOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return false
+	}
+	s.mu.Lock()
+	repo, ok := s.repos[r.PathValue("owner")+"/"+r.PathValue("repo")]
+	archived := ok && repo.archived
+	s.mu.Unlock()
+	if archived {
+		writeError(w, http.StatusForbidden, "Repository was archived so is read-only.")
+	}
+	return archived
 }
 
 func (s *Server) failing(w http.ResponseWriter) bool {
