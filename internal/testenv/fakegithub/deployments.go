@@ -342,15 +342,23 @@ func (s *Server) createStatus(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// GitHub: "Setting log_url will automatically set target_url to the
+	// same value."
+	target := req.TargetURL
+	if req.LogURL != "" {
+		target = req.LogURL
+	}
 	st := s.addStatusLocked(d, Status{
 		State: *req.State, Description: req.Description, Environment: req.Environment, LogURL: req.LogURL,
-		EnvironmentURL: req.EnvironmentURL, TargetURL: req.TargetURL, Creator: "delivery-app[bot]",
+		EnvironmentURL: req.EnvironmentURL, TargetURL: target, Creator: "delivery-app[bot]",
 	})
 	if st.State == "success" && (req.AutoInactive == nil || *req.AutoInactive) {
+		// Only earlier Deployments whose state is success are made inactive.
 		repo := s.repos[r.PathValue("owner")+"/"+r.PathValue("repo")]
 		for _, other := range repo.deployments {
 			if other.id < d.id && other.spec.Environment == d.spec.Environment &&
-				!other.spec.TransientEnvironment && !other.spec.ProductionEnvironment {
+				!other.spec.TransientEnvironment && !other.spec.ProductionEnvironment &&
+				len(other.statuses) > 0 && other.statuses[len(other.statuses)-1].State == "success" {
 				s.addStatusLocked(other, Status{State: "inactive", Creator: "github"})
 			}
 		}

@@ -58,6 +58,10 @@ func TestDeploymentsAndStatusesThroughGoGitHub(t *testing.T) {
 		statuses[1].GetLogURL() != "https://ci.example/run/1" || statuses[0].GetEnvironment() != "staging" {
 		t.Fatalf("statuses: %v %v", statuses, err)
 	}
+	// GitHub: "Setting log_url will automatically set target_url to the same value."
+	if statuses[0].GetTargetURL() != "https://ci.example/run/1" {
+		t.Errorf("target_url %q, want the log_url", statuses[0].GetTargetURL())
+	}
 
 	// GitHub's validation: 140 characters at most (counted as characters), a known state.
 	for name, req := range map[string]*github.DeploymentStatusRequest{
@@ -79,7 +83,17 @@ func TestDeploymentsAndStatusesThroughGoGitHub(t *testing.T) {
 		t.Error("statuses of a missing deployment answered")
 	}
 
-	// auto_inactive (the default) marks earlier deployments of the environment inactive.
+	// auto_inactive (the default) marks earlier deployments of the
+	// environment inactive, only those whose state is success.
+	if _, _, err := gh.Repositories.CreateDeploymentStatus(ctx, "acme", "app", second, &github.DeploymentStatusRequest{State: github.Ptr("success")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.Statuses("acme/app", first); got[len(got)-1].State != "in_progress" {
+		t.Fatalf("auto_inactive changed an earlier deployment that had no success: %+v", got[len(got)-1])
+	}
+	if _, _, err := gh.Repositories.CreateDeploymentStatus(ctx, "acme", "app", first, &github.DeploymentStatusRequest{State: github.Ptr("success"), AutoInactive: github.Ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := gh.Repositories.CreateDeploymentStatus(ctx, "acme", "app", second, &github.DeploymentStatusRequest{State: github.Ptr("success")}); err != nil {
 		t.Fatal(err)
 	}
