@@ -97,7 +97,7 @@ func (r Restorer) Restore(ctx context.Context, g Generation, target string) (Res
 	if err != nil {
 		return Restored{}, fmt.Errorf("create the restore's work folder: %w", err)
 	}
-	defer os.RemoveAll(work)
+	defer removeRestored(work)
 
 	result := Restored{Generation: g}
 	err = r.read(ctx, g, func(plain io.Reader) error {
@@ -162,7 +162,7 @@ func removeLeftovers(target string) error {
 	}
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), workPrefix) {
-			if err := os.RemoveAll(filepath.Join(target, e.Name())); err != nil {
+			if err := removeRestored(filepath.Join(target, e.Name())); err != nil {
 				return fmt.Errorf("remove an earlier restore's work folder: %w", err)
 			}
 		}
@@ -301,12 +301,20 @@ func unpack(ctx context.Context, r io.Reader, dir string) (int, error) {
 	tr := tar.NewReader(r)
 	buf := make([]byte, 1<<20)
 	files := 0
+	// A folder takes its archived mode and times once everything in it is
+	// written: a read-only folder would refuse its own entries otherwise.
+	var folders []*tar.Header
 	for {
 		if err := ctx.Err(); err != nil {
 			return files, err
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			for i := len(folders) - 1; i >= 0; i-- {
+				if err := keepAttributes(root, folders[i]); err != nil {
+					return files, err
+				}
+			}
 			return files, nil
 		}
 		if err != nil {
@@ -327,9 +335,13 @@ func unpack(ctx context.Context, r io.Reader, dir string) (int, error) {
 			if err := root.MkdirAll(name, mode|0o700); err != nil {
 				return files, fmt.Errorf("create %s: %w", name, err)
 			}
+			folders = append(folders, hdr)
 		case tar.TypeSymlink:
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
 				return files, fmt.Errorf("link %s: %w", name, err)
+			}
+			if err := keepOwner(root, name, hdr); err != nil {
+				return files, err
 			}
 		case tar.TypeReg:
 			f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
@@ -345,11 +357,56 @@ func unpack(ctx context.Context, r io.Reader, dir string) (int, error) {
 				return files, fmt.Errorf("write %s: %w", name, err)
 			}
 			files++
-			_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
+			if err := keepAttributes(root, hdr); err != nil {
+				return files, err
+			}
 		default:
 			return files, fmt.Errorf("archive entry %q has type %q, which the backup never writes", hdr.Name, string(hdr.Typeflag))
 		}
 	}
+}
+
+// removeRestored removes a folder of restored files. A restore keeps the
+// archive's modes, so a folder in it may be read-only, which os.RemoveAll
+// alone cannot empty unless run as root: each folder is made writable first.
+func removeRestored(path string) error {
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700) //nolint:gosec // a folder this process restored, on its way out
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
+}
+
+// keepAttributes gives an unpacked file or folder the owner, mode and
+// modification time the archive holds: the mode whole (setgid, sticky and
+// all, whatever the umask), the owner when the restore runs as root, as only
+// root may give a file away.
+func keepAttributes(root *os.Root, hdr *tar.Header) error {
+	name := filepath.Clean(strings.TrimSuffix(hdr.Name, "/"))
+	if err := keepOwner(root, name, hdr); err != nil {
+		return err
+	}
+	// After the owner: changing it clears the setuid and setgid bits.
+	m := hdr.FileInfo().Mode()
+	if err := root.Chmod(name, m&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return fmt.Errorf("set the mode of %s: %w", name, err)
+	}
+	if err := root.Chtimes(name, hdr.ModTime, hdr.ModTime); err != nil {
+		return fmt.Errorf("set the times of %s: %w", name, err)
+	}
+	return nil
+}
+
+func keepOwner(root *os.Root, name string, hdr *tar.Header) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if err := root.Lchown(name, hdr.Uid, hdr.Gid); err != nil {
+		return fmt.Errorf("set the owner of %s: %w", name, err)
+	}
+	return nil
 }
 
 // moveInto moves what work holds into target, refusing to overwrite.
@@ -404,7 +461,7 @@ func (r Restorer) Drill(ctx context.Context, scratch string) (Restored, error) {
 	if err != nil {
 		return Restored{}, fmt.Errorf("create the drill's folder: %w", err)
 	}
-	defer os.RemoveAll(work)
+	defer removeRestored(work)
 	restored, err := r.Restore(ctx, g, work)
 	if err != nil {
 		return restored, err

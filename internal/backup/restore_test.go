@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -171,4 +172,49 @@ func dumpOnClaim(t *testing.T) (claim string, g Generation) {
 		t.Fatal(err)
 	}
 	return claim, g
+}
+
+// An unpacked file and folder keep the mode the archive holds, whatever the
+// umask, and, for a restore run as root, their owner.
+func TestUnpackKeepsModesAndOwners(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "shared/", Typeflag: tar.TypeDir, Mode: 0o2770, Uid: 1000, Gid: 1000},
+		{Name: "shared/app.db", Typeflag: tar.TypeReg, Mode: 0o660, Size: 2, Uid: 1000, Gid: 1000},
+		{Name: "readonly/", Typeflag: tar.TypeDir, Mode: 0o555},
+		{Name: "readonly/x", Typeflag: tar.TypeReg, Mode: 0o444, Size: 2},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			_, _ = tw.Write([]byte("ok"))
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Cleanup(func() { _ = os.Chmod(filepath.Join(dir, "readonly"), 0o700) })
+	if _, err := unpack(context.Background(), &buf, dir); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{
+		"shared": os.ModeDir | os.ModeSetgid | 0o770, "shared/app.db": 0o660,
+		"readonly": os.ModeDir | 0o555, "readonly/x": 0o444,
+	} {
+		info, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode() != want {
+			t.Errorf("%s has mode %v, want %v", name, info.Mode(), want)
+		}
+		if st := info.Sys().(*syscall.Stat_t); os.Geteuid() == 0 && strings.HasPrefix(name, "shared") && (st.Uid != 1000 || st.Gid != 1000) {
+			t.Errorf("%s is owned by %d:%d, want 1000:1000", name, st.Uid, st.Gid)
+		}
+	}
 }
