@@ -97,7 +97,7 @@ func (r Restorer) Restore(ctx context.Context, g Generation, target string) (Res
 	if err != nil {
 		return Restored{}, fmt.Errorf("create the restore's work folder: %w", err)
 	}
-	defer removeRestored(work)
+	defer func() { _ = removeRestored(work) }()
 
 	result := Restored{Generation: g}
 	err = r.read(ctx, g, func(plain io.Reader) error {
@@ -461,7 +461,7 @@ func (r Restorer) Drill(ctx context.Context, scratch string) (Restored, error) {
 	if err != nil {
 		return Restored{}, fmt.Errorf("create the drill's folder: %w", err)
 	}
-	defer removeRestored(work)
+	defer func() { _ = removeRestored(work) }()
 	restored, err := r.Restore(ctx, g, work)
 	if err != nil {
 		return restored, err
