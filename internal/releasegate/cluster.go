@@ -17,6 +17,8 @@ type Cluster interface {
 	Pods(ctx context.Context, namespace string, selector labels.Selector) ([]Pod, error)
 	// ConfigMap reads one ConfigMap.
 	ConfigMap(ctx context.Context, namespace, name string) (ConfigMap, error)
+	// ConfigMapsIn lists the ConfigMaps of namespace.
+	ConfigMapsIn(ctx context.Context, namespace string) ([]ConfigMap, error)
 	// Jobs lists the Jobs of namespace that selector matches.
 	Jobs(ctx context.Context, namespace string, selector labels.Selector) ([]Job, error)
 	// CanariesIn lists the Flagger Canaries of namespace.
@@ -59,8 +61,11 @@ type Pod struct {
 
 // ConfigMap is a ConfigMap's labels and data.
 type ConfigMap struct {
-	Labels map[string]string
-	Data   map[string]string
+	// Name is set when the ConfigMap was listed.
+	Name       string
+	Labels     map[string]string
+	Data       map[string]string
+	BinaryData map[string][]byte
 }
 
 // Job is what the gate knows of a Job.

@@ -1,7 +1,9 @@
 package releasegate
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -278,6 +280,10 @@ type MemberState struct {
 	// Asked is the revision the member last asked the gate at; "" when it has
 	// not asked since the gate started.
 	Asked string
+	// MovedConfigs are the ConfigMaps the new copy takes environment from
+	// whose data Flagger's copy for the primary does not hold yet
+	// (MovedConfigs); nil when not read.
+	MovedConfigs []string
 }
 
 // passedPhase is a Canary that waits for promotion or is past it.
@@ -336,7 +342,62 @@ func Unchanged(m MemberState) (bool, string) {
 	if diff := SameProgram(*m.Target, *m.Primary); diff != "" {
 		return false, "primary does not run what its Deployment holds (" + diff + ")"
 	}
+	if len(m.MovedConfigs) > 0 {
+		return false, "primary does not run what its Deployment holds (configMap " + strings.Join(m.MovedConfigs, ", ") + " changed)"
+	}
 	return true, ""
+}
+
+// MovedConfigs names the ConfigMaps target takes environment from, by
+// reference or whole, whose data differs from the copy Flagger keeps for the
+// primary (<name>-primary, which the primary refers to instead): Flagger
+// copies a tracked ConfigMap's data only when it promotes, so a release that
+// changes a ConfigMap alone leaves the pod template as it was, and a tick
+// passes before Flagger's record shows it. A copy that is not there counts
+// as moved; a ConfigMap the primary refers to by its own name is shared and
+// cannot differ. configs are the namespace's ConfigMaps.
+func MovedConfigs(target, primary Deployment, configs []ConfigMap) []string {
+	byName := make(map[string]*ConfigMap, len(configs))
+	for i := range configs {
+		byName[configs[i].Name] = &configs[i]
+	}
+	tracked := map[string]bool{}
+	for _, pair := range [][2][]Container{{target.InitContainers, primary.InitContainers}, {target.Containers, primary.Containers}} {
+		for i := range min(len(pair[0]), len(pair[1])) {
+			for _, ref := range configRefs(pair[0][i], pair[1][i]) {
+				tracked[ref] = true
+			}
+		}
+	}
+	var moved []string
+	for name := range tracked {
+		own, copied := byName[name], byName[name+primarySuffix]
+		if own == nil || copied == nil || !maps.Equal(own.Data, copied.Data) ||
+			!maps.EqualFunc(own.BinaryData, copied.BinaryData, bytes.Equal) {
+			moved = append(moved, name)
+		}
+	}
+	slices.Sort(moved)
+	return moved
+}
+
+// configRefs are the ConfigMaps a target container takes environment from
+// that the primary's container refers to as Flagger's copy.
+func configRefs(target, primary Container) []string {
+	var out []string
+	for i := range min(len(target.Env), len(primary.Env)) {
+		w, g := target.Env[i].From, primary.Env[i].From
+		if w != nil && g != nil && w.Kind == "configMap" && g.Name == w.Name+primarySuffix {
+			out = append(out, w.Name)
+		}
+	}
+	for i := range min(len(target.EnvFrom), len(primary.EnvFrom)) {
+		w, g := target.EnvFrom[i], primary.EnvFrom[i]
+		if w.Kind == "configMap" && g.Name == w.Name+primarySuffix {
+			out = append(out, w.Name)
+		}
+	}
+	return out
 }
 
 func phaseName(phase string) string {

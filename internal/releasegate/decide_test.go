@@ -2,6 +2,7 @@ package releasegate
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -363,5 +364,43 @@ func TestListKeepsReasonsShort(t *testing.T) {
 	got := list([]string{"a", "b", "c", "d", "e", "f", "g"})
 	if got != "a; b; c; d; e; and 2 more" {
 		t.Fatalf("list = %q", got)
+	}
+}
+
+func TestMovedConfigs(t *testing.T) {
+	ref := func(name string) EnvVar {
+		return EnvVar{Name: "C", From: &EnvSource{Kind: "configMap", Name: name, Key: "k"}}
+	}
+	whole := func(name string) Container {
+		c := container("ui:1")
+		c.EnvFrom = []EnvSource{{Kind: "configMap", Name: name}}
+		return c
+	}
+	cm := func(name, mode string) ConfigMap { return ConfigMap{Name: name, Data: map[string]string{"MODE": mode}} }
+	target, primary := deployment("ui", container("ui:1", ref("ui-env"))), deployment("ui-primary", container("ui:1", ref("ui-env-primary")))
+	for _, c := range []struct {
+		name            string
+		target, primary *Deployment
+		configs         []ConfigMap
+		want            []string
+	}{
+		{"the copy holds what the ConfigMap holds", target, primary, []ConfigMap{cm("ui-env", "lite"), cm("ui-env-primary", "lite")}, nil},
+		{"a key changed since the promotion", target, primary, []ConfigMap{cm("ui-env", "full"), cm("ui-env-primary", "lite")}, []string{"ui-env"}},
+		{"binary data changed", target, primary, []ConfigMap{
+			{Name: "ui-env", BinaryData: map[string][]byte{"cert": {1}}}, {Name: "ui-env-primary", BinaryData: map[string][]byte{"cert": {2}}}}, []string{"ui-env"}},
+		{"no copy yet", target, primary, []ConfigMap{cm("ui-env", "full")}, []string{"ui-env"}},
+		{"taken whole (envFrom)", deployment("ui", whole("ui-env")), deployment("ui-primary", whole("ui-env-primary")),
+			[]ConfigMap{cm("ui-env", "full"), cm("ui-env-primary", "lite")}, []string{"ui-env"}},
+		{"shared, not tracked: one ConfigMap for both", target, deployment("ui-primary", container("ui:1", ref("ui-env"))),
+			[]ConfigMap{cm("ui-env", "full")}, nil},
+	} {
+		if got := MovedConfigs(*c.target, *c.primary, c.configs); !slices.Equal(got, c.want) {
+			t.Errorf("%s: moved %q, want %q", c.name, got, c.want)
+		}
+	}
+	m := unchangedUI()
+	m.MovedConfigs = []string{"ui-env"}
+	if same, why := Unchanged(m); same || !strings.Contains(why, "configMap ui-env changed") {
+		t.Errorf("a member whose ConfigMap moved: unchanged %v (%s)", same, why)
 	}
 }

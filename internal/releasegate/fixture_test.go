@@ -73,6 +73,10 @@ type member struct {
 	// hosts and paths are the JSON arrays the Canary's webhooks hand in
 	// metadata; none when empty.
 	hosts, paths string
+	// envConfig, when set, is a ConfigMap <process>-env the Deployment takes
+	// its environment from, holding MODE: envConfig; the primary takes it
+	// from Flagger's copy <process>-env-primary, holding MODE: primaryEnvConfig.
+	envConfig, primaryEnvConfig string
 }
 
 type pod struct {
@@ -147,11 +151,15 @@ data:
 		if !m.noCanary {
 			doc("%s", a.canaryYAML(m))
 		}
-		copies := []struct{ name, image string }{{m.process, m.image}}
+		copies := []struct{ name, image, envFrom string }{{m.process, m.image, m.process + "-env"}}
 		if !m.noPrimary {
-			copies = append(copies, struct{ name, image string }{m.process + "-primary", m.primaryImage})
+			copies = append(copies, struct{ name, image, envFrom string }{m.process + "-primary", m.primaryImage, m.process + "-env-primary"})
 		}
 		for _, d := range copies {
+			envFrom := ""
+			if m.envConfig != "" {
+				envFrom = fmt.Sprintf("\n          envFrom: [{configMapRef: {name: %s}}]", d.envFrom)
+			}
 			doc(`apiVersion: apps/v1
 kind: Deployment
 metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}}
@@ -164,7 +172,15 @@ spec:
         - name: app
           image: %s
           args: [serve]
-          env: [{name: MODE, value: live}]`, d.name, a.ns, a.name, d.name, d.name, a.name, d.image)
+          env: [{name: MODE, value: live}]%s`, d.name, a.ns, a.name, d.name, d.name, a.name, d.image, envFrom)
+		}
+		if m.envConfig != "" {
+			for name, mode := range map[string]string{m.process + "-env": m.envConfig, m.process + "-env-primary": m.primaryEnvConfig} {
+				doc(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: %s, namespace: %s}
+data: {MODE: %q}`, name, a.ns, mode)
+			}
 		}
 		for i, p := range m.pods {
 			ready := "False"

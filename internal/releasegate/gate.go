@@ -99,10 +99,10 @@ func (g *Gate) Routes(mux *http.ServeMux) {
 	// release before (Succeeded, say), so a /may-start is no sign the member
 	// entered this one; the other three are asked only while it is analysed
 	// or waits at the barrier.
-	mux.HandleFunc("POST /may-start", g.handle(WebhookMayStart, unnoted, g.mayStart))
-	mux.HandleFunc("POST /checks", g.handle(WebhookChecks, noted, g.checks))
-	mux.HandleFunc("POST /may-promote", g.handle(WebhookMayPromote, noted, g.mayPromote))
-	mux.HandleFunc("POST /rollback", g.handle(WebhookRollback, noted, g.rollback))
+	mux.HandleFunc("POST /may-start", g.handle(WebhookMayStart, routeOptions{}, g.mayStart))
+	mux.HandleFunc("POST /checks", g.handle(WebhookChecks, routeOptions{noted: true}, g.checks))
+	mux.HandleFunc("POST /may-promote", g.handle(WebhookMayPromote, routeOptions{noted: true, configMaps: true}, g.mayPromote))
+	mux.HandleFunc("POST /rollback", g.handle(WebhookRollback, routeOptions{noted: true}, g.rollback))
 }
 
 // Ready is ready once the gate has reached the API server and knows
@@ -130,6 +130,8 @@ type asked struct {
 	own Canary
 	// canaries are the Canaries of the Application's namespace.
 	canaries []Canary
+	// configMaps are the namespace's ConfigMaps, where the webhook lists them.
+	configMaps []ConfigMap
 }
 
 // decision is one webhook's own part. It is handed the question as soon as the
@@ -138,18 +140,19 @@ type asked struct {
 // Reads of one answer thus run side by side, not one after another.
 type decision func(ctx context.Context, q Question) func(a asked) (Answer, error)
 
-// inRelease says whether a webhook's question shows the member is in the
-// release it asks about, and so is noted.
-type inRelease bool
-
-const (
-	noted   inRelease = true
-	unnoted inRelease = false
-)
+// routeOptions say what a webhook's question shows and needs beyond the
+// reads every webhook shares.
+type routeOptions struct {
+	// noted: the question shows the member is in the release it asks about.
+	noted bool
+	// configMaps: the answer compares ConfigMaps, so the namespace's are
+	// listed and the inputs picked out of that list, one read of the kind.
+	configMaps bool
+}
 
 // handle runs the checks every webhook shares, in the order that reveals
 // least: the caller before the body, the body before the cluster.
-func (g *Gate) handle(webhook string, note inRelease, decide decision) http.HandlerFunc {
+func (g *Gate) handle(webhook string, opts routeOptions, decide decision) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), AnswerTimeout)
 		defer cancel()
@@ -178,10 +181,10 @@ func (g *Gate) handle(webhook string, note inRelease, decide decision) http.Hand
 			slog.String("process", q.Process), slog.String("revision", q.Revision))
 
 		finish := decide(ctx, q)
-		question, refusal, ok, err := g.identify(ctx, q)
+		question, refusal, ok, err := g.identify(ctx, q, opts.configMaps)
 		answer := refusal
 		if err == nil && ok {
-			if note {
+			if opts.noted {
 				g.notes.note(q)
 			}
 			answer, err = finish(question)
@@ -198,9 +201,18 @@ func (g *Gate) handle(webhook string, note inRelease, decide decision) http.Hand
 // Canaries of the Application's namespace, side by side. ok is false when the
 // question is refused before the webhook's own decision, with refusal saying
 // why.
-func (g *Gate) identify(ctx context.Context, q Question) (a asked, refusal Answer, ok bool, err error) {
+func (g *Gate) identify(ctx context.Context, q Question, listConfigMaps bool) (a asked, refusal Answer, ok bool, err error) {
 	canaries := async(func() ([]Canary, error) { return g.cluster.CanariesIn(ctx, q.Namespace) })
-	cm, err := g.cluster.ConfigMap(ctx, q.Namespace, InputsConfigMap(q.Application))
+	var cm ConfigMap
+	var configMaps []ConfigMap
+	if listConfigMaps {
+		configMaps, err = g.cluster.ConfigMapsIn(ctx, q.Namespace)
+		if err == nil {
+			cm, err = configMapNamed(configMaps, InputsConfigMap(q.Application))
+		}
+	} else {
+		cm, err = g.cluster.ConfigMap(ctx, q.Namespace, InputsConfigMap(q.Application))
+	}
 	if err != nil {
 		return asked{}, Answer{}, false, fmt.Errorf("read the inputs %s/%s: %w", q.Namespace, InputsConfigMap(q.Application), err)
 	}
@@ -220,7 +232,17 @@ func (g *Gate) identify(ctx context.Context, q Question) (a asked, refusal Answe
 	if refusal, ok = Identify(q, in, c, found); !ok {
 		return asked{}, refusal, false, nil
 	}
-	return asked{q: q, in: in, own: c, canaries: cs}, Answer{}, true, nil
+	return asked{q: q, in: in, own: c, canaries: cs, configMaps: configMaps}, Answer{}, true, nil
+}
+
+// configMapNamed picks name out of a list; ErrNotFound when it is not there.
+func configMapNamed(cms []ConfigMap, name string) (ConfigMap, error) {
+	for _, cm := range cms {
+		if cm.Name == name {
+			return cm, nil
+		}
+	}
+	return ConfigMap{}, fmt.Errorf("ConfigMap %s: %w", name, ErrNotFound)
 }
 
 // fromFlagger decides by the connection's source address alone: Flagger
@@ -382,6 +404,9 @@ func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, 
 			}
 			members[i].Target = deploymentNamed(ds, m.Process)
 			members[i].Primary = deploymentNamed(ds, m.Process+primarySuffix)
+			if t, p := members[i].Target, members[i].Primary; t != nil && p != nil {
+				members[i].MovedConfigs = MovedConfigs(*t, *p, a.configMaps)
+			}
 		}
 		return g.checkProtected(ctx, a, members, MayPromote(a.q, a.in, members))
 	}

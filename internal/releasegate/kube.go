@@ -110,7 +110,18 @@ func (k *Kube) ConfigMap(ctx context.Context, namespace, name string) (ConfigMap
 	if err != nil {
 		return ConfigMap{}, notFound(err)
 	}
-	return ConfigMap{Labels: cm.Labels, Data: cm.Data}, nil
+	return ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data, BinaryData: cm.BinaryData}, nil
+}
+
+// ConfigMapsIn lists the ConfigMaps of namespace.
+func (k *Kube) ConfigMapsIn(ctx context.Context, namespace string) ([]ConfigMap, error) {
+	list, err := k.kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return viewOf(list.Items, func(cm *corev1.ConfigMap) ConfigMap {
+		return ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data, BinaryData: cm.BinaryData}
+	}), nil
 }
 
 // Jobs lists the Jobs selector matches.
