@@ -280,13 +280,7 @@ spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: GitRepository, na
 func TestGitHubFailureFailsThePassButNotTheOtherUnits(t *testing.T) {
 	w := newWorld(t)
 	r := w.reporter()
-	w.deployment(repo, "auth", "1.4.0")
-	u := authUnit(w)
-	u.canaries = nil
-	w.applyUnit(u)
-	u.project, u.repo = "docs", "acme/docs"
-	w.applyUnit(u)
-	docs := w.deployment("acme/docs", "docs", "1.4.0")
+	docs := twoUnits(w)
 	w.fake.FailWith(502)
 	if err := r.Pass(w.ctx); err == nil || !strings.Contains(err.Error(), "2 of 2 units") {
 		t.Fatalf("pass: %v", err)
@@ -318,13 +312,7 @@ func TestAPinTheSourceCannotFetchFails(t *testing.T) {
 func TestAUnitGitHubRefusesIsSkipped(t *testing.T) {
 	w := newWorld(t)
 	r := w.reporter()
-	w.deployment(repo, "auth", "1.4.0")
-	u := authUnit(w)
-	u.canaries = nil
-	w.applyUnit(u)
-	u.project, u.repo = "docs", "acme/docs"
-	w.applyUnit(u)
-	docs := w.deployment("acme/docs", "docs", "1.4.0")
+	docs := twoUnits(w)
 	w.fake.ArchiveRepository(repo)
 	w.pass(r)
 	w.pass(r)
@@ -334,4 +322,17 @@ func TestAUnitGitHubRefusesIsSkipped(t *testing.T) {
 	if n := strings.Count(w.logs.String(), `"msg":"unit skipped","unit":"project-auth"`); n != 1 {
 		t.Fatalf("the refused unit was logged %d times, want once:\n%s", n, w.logs)
 	}
+}
+
+// twoUnits applies auth's unit, released from repo, and docs', released from
+// acme/docs, neither with members, each with its Deployment; it returns
+// docs'.
+func twoUnits(w *world) int64 {
+	w.deployment(repo, "auth", "1.4.0")
+	u := authUnit(w)
+	u.canaries = nil
+	w.applyUnit(u)
+	u.project, u.repo = "docs", "acme/docs"
+	w.applyUnit(u)
+	return w.deployment("acme/docs", "docs", "1.4.0")
 }
