@@ -466,8 +466,8 @@ func RollbackEligible(own MemberState, ownCopy CopyState) (bool, string) {
 
 // Rollback answers rollback: yes when the release can no longer pass, because
 // a pod of the member's new copy restarted RollbackRestarts times or more, or
-// another member's Canary carries this revision and has failed (having asked
-// at it) or has such a pod. Any other answer leaves the release where it is.
+// another member's Canary carries this revision and has failed or has such a
+// pod. Any other answer leaves the release where it is.
 func Rollback(q Question, own MemberState, others []MemberState) Answer {
 	ownCopy := ReadCopy(own.Pods)
 	if ok, why := RollbackEligible(own, ownCopy); !ok {
@@ -483,10 +483,7 @@ func Rollback(q Question, own MemberState, others []MemberState) Answer {
 			}
 			continue // not in this release: its state says nothing about it
 		}
-		// Flagger's status carries no revision: a member that failed in the
-		// release before still reads Failed, under this revision's metadata,
-		// until Flagger starts on it. Only one noted in this release counts.
-		if m.Canary.Phase == PhaseFailed && m.Asked == q.Revision {
+		if m.Canary.Phase == PhaseFailed {
 			return yes("roll back: %s failed its analysis at %s", m.Process, q.Tag())
 		}
 		if s := ReadCopy(m.Pods); s.MostRestarts >= RollbackRestarts {
