@@ -1,7 +1,6 @@
 package releasegate
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -372,8 +371,9 @@ func MovedConfigs(target, primary Deployment, configs []ConfigMap) []string {
 	var moved []string
 	for name := range tracked {
 		own, copied := byName[name], byName[name+primarySuffix]
-		if own == nil || copied == nil || !maps.Equal(own.Data, copied.Data) ||
-			!maps.EqualFunc(own.BinaryData, copied.BinaryData, bytes.Equal) {
+		// Flagger copies data alone, never binaryData, so that is what is
+		// compared.
+		if own == nil || copied == nil || !maps.Equal(own.Data, copied.Data) {
 			moved = append(moved, name)
 		}
 	}

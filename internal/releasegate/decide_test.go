@@ -384,8 +384,9 @@ func TestMovedConfigs(t *testing.T) {
 	}{
 		{"the copy holds what the ConfigMap holds", target, primary, []ConfigMap{cm("ui-env", "lite"), cm("ui-env-primary", "lite")}, nil},
 		{"a key changed since the promotion", target, primary, []ConfigMap{cm("ui-env", "full"), cm("ui-env-primary", "lite")}, []string{"ui-env"}},
-		{"binary data changed", target, primary, []ConfigMap{
-			{Name: "ui-env", BinaryData: map[string][]byte{"cert": {1}}}, {Name: "ui-env-primary", BinaryData: map[string][]byte{"cert": {2}}}}, []string{"ui-env"}},
+		{"binary data, which Flagger does not copy, is no change", target, primary, []ConfigMap{
+			{Name: "ui-env", Data: map[string]string{"MODE": "lite"}, BinaryData: map[string][]byte{"cert": {1}}},
+			{Name: "ui-env-primary", Data: map[string]string{"MODE": "lite"}}}, nil},
 		{"no copy yet", target, primary, []ConfigMap{cm("ui-env", "full")}, []string{"ui-env"}},
 		{"taken whole (envFrom)", deployment("ui", whole("ui-env")), deployment("ui-primary", whole("ui-env-primary")),
 			[]ConfigMap{cm("ui-env", "full"), cm("ui-env-primary", "lite")}, []string{"ui-env"}},

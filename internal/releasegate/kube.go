@@ -188,15 +188,15 @@ func canaryOf(c *flaggerv1.Canary) Canary {
 // PhaseChangedAt is when Flagger last moved a Canary's Promoted condition
 // to the status it has: for a failed Canary, when it failed. The Canary's
 // status.lastTransitionTime is no such time, since Flagger rewrites it on
-// every tick of a failed Canary; a Canary without the condition falls back
-// to it.
+// every tick of a failed Canary. A Canary without the condition has no such
+// time: zero, which reads as a failure from before anything was asked.
 func PhaseChangedAt(c *flaggerv1.Canary) time.Time {
 	for _, cond := range c.Status.Conditions {
-		if cond.Type == flaggerv1.PromotedType && !cond.LastTransitionTime.IsZero() {
+		if cond.Type == flaggerv1.PromotedType {
 			return cond.LastTransitionTime.Time
 		}
 	}
-	return c.Status.LastTransitionTime.Time
+	return time.Time{}
 }
 
 // Deployment reads one Deployment.
