@@ -366,6 +366,28 @@ func unpack(ctx context.Context, r io.Reader, dir string) (int, error) {
 	}
 }
 
+// publish renames src to dst. Moving a folder to another parent rewrites
+// its "..", which takes write permission on the folder itself unless run as
+// root; a read-only folder is made writable for the move and given its mode
+// back after.
+func publish(src, dst string) error {
+	info, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	mode := info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+	if !info.IsDir() || mode&0o200 != 0 {
+		return os.Rename(src, dst)
+	}
+	if err := os.Chmod(src, mode|0o200); err != nil { //nolint:gosec // the owner's write bit, for the move alone
+		return err
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return err
+	}
+	return os.Chmod(dst, mode)
+}
+
 // removeRestored removes a folder of restored files. A restore keeps the
 // archive's modes, so a folder in it may be read-only, which os.RemoveAll
 // alone cannot empty unless run as root: each folder is made writable first.
@@ -422,7 +444,7 @@ func moveInto(work, target string) error {
 		}
 	}
 	for _, e := range entries {
-		if err := os.Rename(filepath.Join(work, e.Name()), filepath.Join(target, e.Name())); err != nil {
+		if err := publish(filepath.Join(work, e.Name()), filepath.Join(target, e.Name())); err != nil {
 			return fmt.Errorf("publish %s: %w", e.Name(), err)
 		}
 	}

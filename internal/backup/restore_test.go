@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -216,5 +217,64 @@ func TestUnpackKeepsModesAndOwners(t *testing.T) {
 		if st := info.Sys().(*syscall.Stat_t); os.Geteuid() == 0 && strings.HasPrefix(name, "shared") && (st.Uid != 1000 || st.Gid != 1000) {
 			t.Errorf("%s is owned by %d:%d, want 1000:1000", name, st.Uid, st.Gid)
 		}
+	}
+}
+
+// A read-only folder restored at the top of a target is published there by
+// a restore that does not run as root, and keeps its mode. Run as root, the
+// test runs itself again as nobody: root may rename any folder.
+func TestPublishAReadOnlyFolderWithoutRoot(t *testing.T) {
+	if os.Geteuid() == 0 {
+		if os.Getenv("BACKUP_TEST_AS_NOBODY") != "" {
+			t.Fatal("still root")
+		}
+		// The test binary's own folder is root's alone: nobody runs a copy.
+		dir, err := os.MkdirTemp("", "as-nobody-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		binary, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		self := filepath.Join(dir, "backup.test")
+		if err := os.WriteFile(self, binary, 0o755); err != nil { //nolint:gosec // a test binary nobody must run
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // as above
+			t.Fatal(err)
+		}
+		child := exec.Command(self, "-test.run=^TestPublishAReadOnlyFolderWithoutRoot$")
+		child.Dir = dir
+		child.Env = append(os.Environ(), "BACKUP_TEST_AS_NOBODY=1")
+		child.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		if out, err := child.CombinedOutput(); err != nil {
+			t.Fatalf("as nobody: %v\n%s", err, out)
+		}
+		return
+	}
+	base, err := os.MkdirTemp("", "publish-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = removeRestored(base) }()
+	work, target := filepath.Join(base, "work"), filepath.Join(base, "target")
+	for _, d := range []string{filepath.Join(work, "docs"), target} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "docs", "a"), []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(work, "docs"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if err := moveInto(work, target); err != nil {
+		t.Fatalf("publish a read-only folder: %v", err)
+	}
+	if info, err := os.Stat(filepath.Join(target, "docs")); err != nil || info.Mode().Perm() != 0o555 {
+		t.Fatalf("published folder: %v %v", info.Mode(), err)
 	}
 }
