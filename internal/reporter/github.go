@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v75/github"
@@ -117,9 +118,10 @@ func (g *GitHub) Write(ctx context.Context, repo githubapp.Repository, id int64,
 // the same answer, so the unit is skipped rather than failing every pass.
 var ErrRefused = errors.New("GitHub refuses it")
 
-// refusal marks err with ErrRefused when GitHub answered 403 (not for a rate
-// limit), 404, 410 or 422. A rate limit, 401 and 5xx stay errors of the
-// pass: they pass, or concern every unit.
+// refusal marks err with ErrRefused when GitHub answered 403 because the
+// repository is archived, 404, 410 or 422. Any other 403 (a permission the
+// App lacks concerns every unit), a rate limit, 401 and 5xx stay errors of
+// the pass.
 func refusal(err error) error {
 	var rate *github.RateLimitError
 	var abuse *github.AbuseRateLimitError
@@ -130,8 +132,9 @@ func refusal(err error) error {
 	if !errors.As(err, &ghErr) || ghErr.Response == nil {
 		return err
 	}
-	switch ghErr.Response.StatusCode {
-	case http.StatusForbidden, http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity:
+	switch code := ghErr.Response.StatusCode; {
+	case code == http.StatusForbidden && strings.Contains(ghErr.Message, "archived"),
+		code == http.StatusNotFound, code == http.StatusGone, code == http.StatusUnprocessableEntity:
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err
