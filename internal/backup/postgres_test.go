@@ -124,7 +124,8 @@ func TestPostgresCancelEndsTheDumpsChildren(t *testing.T) {
 	if err == nil {
 		t.Fatal("a cancelled dump succeeded")
 	}
-	if took := time.Since(start); took > 15*time.Second {
+	// Under the output's WaitDelay: only ending the whole group is this quick.
+	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("the cancelled dump took %v to end", took)
 	}
 }

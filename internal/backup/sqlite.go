@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	_ "modernc.org/sqlite" // pure Go, so the image stays static
 )
@@ -64,6 +65,11 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 	if err != nil {
 		return err
 	}
+	// Many file systems move a file's times once per clock tick, not per
+	// write: a commit in the tick the stamp was read in would leave it as
+	// it was. Copying a tick later, any write that lands during the copy
+	// moves them.
+	time.Sleep(stampTick)
 	if err := copyFile(src, a.staging, staged, a.buf); err != nil {
 		return err
 	}
@@ -117,8 +123,13 @@ func sameAcrossCopy(before, copied, after []byte, stampBefore, stampAfter string
 	return nil
 }
 
+// stampTick is longer than a kernel clock tick (4 ms at 250 Hz, 10 ms at
+// 100 Hz), the coarsest step a file's times move in.
+const stampTick = 25 * time.Millisecond
+
 // stamp is a file's size and its modification and change times, to the
-// nanosecond the file system keeps: a write between two stamps changes it.
+// nanosecond the file system keeps: a write more than a clock tick after
+// the stamp changes it.
 func stamp(root *os.Root, name string) (string, error) {
 	info, err := root.Lstat(name)
 	if err != nil {
