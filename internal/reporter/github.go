@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/go-github/v75/github"
@@ -118,10 +117,11 @@ func (g *GitHub) Write(ctx context.Context, repo githubapp.Repository, id int64,
 // the same answer, so the unit is skipped rather than failing every pass.
 var ErrRefused = errors.New("GitHub refuses it")
 
-// refusal marks err with ErrRefused when GitHub answered 403 because the
-// repository is archived, 404, 410 or 422. Any other 403 (a permission the
-// App lacks concerns every unit), a rate limit, 401 and 5xx stay errors of
-// the pass.
+// refusal marks err with ErrRefused when GitHub answered 403 (not for a
+// rate limit: an archived repository, one outside the App's reach), 404, 410
+// or 422. A rate limit, 401 and 5xx stay errors of the pass. A permission
+// the App lacks everywhere is a 403 too; Pass fails when every unit meets
+// one.
 func refusal(err error) error {
 	var rate *github.RateLimitError
 	var abuse *github.AbuseRateLimitError
@@ -133,8 +133,7 @@ func refusal(err error) error {
 		return err
 	}
 	switch code := ghErr.Response.StatusCode; {
-	case code == http.StatusForbidden && strings.Contains(ghErr.Message, "archived"),
-		code == http.StatusNotFound, code == http.StatusGone, code == http.StatusUnprocessableEntity:
+	case code == http.StatusForbidden, code == http.StatusNotFound, code == http.StatusGone, code == http.StatusUnprocessableEntity:
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err

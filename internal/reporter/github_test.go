@@ -23,7 +23,7 @@ func TestRefusal(t *testing.T) {
 		{"a Deployment gone", answer(http.StatusNotFound, "Not Found"), true},
 		{"gone for good", answer(http.StatusGone, "Gone"), true},
 		{"a status GitHub will not take", answer(http.StatusUnprocessableEntity, "Validation Failed"), true},
-		{"a permission the App lacks", answer(http.StatusForbidden, "Resource not accessible by integration"), false},
+		{"a repository outside the App's reach", answer(http.StatusForbidden, "Resource not accessible by integration"), true},
 		{"bad credentials", answer(http.StatusUnauthorized, "Bad credentials"), false},
 		{"GitHub down", answer(http.StatusBadGateway, "Bad Gateway"), false},
 		{"a rate limit", &github.RateLimitError{Response: &http.Response{StatusCode: http.StatusForbidden}, Message: "API rate limit exceeded"}, false},

@@ -55,7 +55,7 @@ func (r *Reporter) Pass(ctx context.Context) error {
 		return err
 	}
 	p := &pass{r: r, lists: map[githubapp.Repository]*repoDeployments{}}
-	var errs []error
+	var errs, refused []error
 	for _, u := range units {
 		if err := p.unit(ctx, u); err != nil {
 			if ctx.Err() != nil {
@@ -63,6 +63,7 @@ func (r *Reporter) Pass(ctx context.Context) error {
 			}
 			if errors.Is(err, ErrRefused) {
 				r.skip(u.Name, err.Error())
+				refused = append(refused, fmt.Errorf("unit %s: %w", u.Name, err))
 				continue
 			}
 			r.Logger.Error("cannot report on a unit", slog.String("unit", u.Name), slog.String("error", err.Error()))
@@ -70,6 +71,11 @@ func (r *Reporter) Pass(ctx context.Context) error {
 		}
 	}
 	r.forgetGone(units)
+	if len(refused) > 0 && len(refused) == len(units) {
+		// Every unit refused is the App's doing (a permission it lacks),
+		// not each unit's: the pass fails so that it shows.
+		return fmt.Errorf("GitHub refused every unit, first: %w", refused[0])
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%d of %d units not reported on, first: %w", len(errs), len(units), errs[0])
 	}

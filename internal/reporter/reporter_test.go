@@ -322,6 +322,13 @@ func TestAUnitGitHubRefusesIsSkipped(t *testing.T) {
 	if n := strings.Count(w.logs.String(), `"msg":"unit skipped","unit":"project-auth"`); n != 1 {
 		t.Fatalf("the refused unit was logged %d times, want once:\n%s", n, w.logs)
 	}
+	// Every unit refused is the App's doing, and fails the pass.
+	w.fake.ArchiveRepository("acme/docs")
+	w.applyUnit(unit{project: "docs", repo: "acme/docs", version: "1.4.1", pin: pin, applied: "latest@" + pin, attempted: "latest@" + pin})
+	w.deployment("acme/docs", "docs", "1.4.1")
+	if err := r.Pass(w.ctx); err == nil || !strings.Contains(err.Error(), "GitHub refused every unit") {
+		t.Fatalf("a pass whose every unit GitHub refused: %v", err)
+	}
 }
 
 // twoUnits applies auth's unit, released from repo, and docs', released from
