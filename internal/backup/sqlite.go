@@ -66,10 +66,10 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 		return err
 	}
 	// Many file systems move a file's times once per clock tick, not per
-	// write: a commit in the tick the stamp was read in would leave it as
-	// it was. Copying a tick later, any write that lands during the copy
-	// moves them.
-	time.Sleep(stampTick)
+	// write, and some keep whole seconds: a commit in the step the stamp was
+	// read in would leave it as it was. Copying a step later, any write that
+	// lands during the copy moves them.
+	time.Sleep(stampStep(a.source, rel))
 	if err := copyFile(src, a.staging, staged, a.buf); err != nil {
 		return err
 	}
@@ -124,8 +124,22 @@ func sameAcrossCopy(before, copied, after []byte, stampBefore, stampAfter string
 }
 
 // stampTick is longer than a kernel clock tick (4 ms at 250 Hz, 10 ms at
-// 100 Hz), the coarsest step a file's times move in.
+// 100 Hz), the step a file's times move in where they keep nanoseconds.
 const stampTick = 25 * time.Millisecond
+
+// stampStep is how long to wait after a stamp: a tick, or, for a file
+// whose times show no fraction of a second (a file system keeping whole
+// seconds, as ext4 with small inodes does), past the next whole second.
+func stampStep(root *os.Root, name string) time.Duration {
+	info, err := root.Lstat(name)
+	if err != nil || info.ModTime().Nanosecond() != 0 {
+		return stampTick
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Ctim.Nsec != 0 {
+		return stampTick
+	}
+	return time.Second + stampTick
+}
 
 // stamp is a file's size and its modification and change times, to the
 // nanosecond the file system keeps: a write more than a clock tick after

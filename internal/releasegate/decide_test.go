@@ -335,6 +335,8 @@ func TestRollback(t *testing.T) {
 		{"another member failed at this revision", own(PhaseProgressing, pod("a", true, 0)), other(PhaseFailed), Yes, "auth-ui failed its analysis"},
 		{"another member's pod restarted 3 times", own(PhaseProgressing, pod("a", true, 0)), other(PhaseProgressing, pod("u", true, 4)), Yes, "pod u of new copy auth-ui restarted 4 times"},
 		{"another member failed at another revision", own(PhaseProgressing, pod("a", true, 0)), otherRev, NotYet, "can still pass"},
+		{"another member failed at this revision without asking anything (its copy never became ready)", own(PhaseProgressing, pod("a", true, 0)),
+			func() []MemberState { m := other(PhaseFailed); m[0].Asked = ""; return m }(), Yes, "auth-ui failed its analysis"},
 		{"another member's Canary belongs to another Application", own(PhaseProgressing, pod("a", true, 0)), otherApp, Unanswerable, "Canary auth-ui belongs to Application billing"},
 		{"at the barrier with a ready new copy", own(PhaseWaitingPromotion, pod("a", true, 0)), other(PhaseFailed), Yes, "auth-ui failed"},
 		{"at the barrier without a ready new copy", own(PhaseWaitingPromotion, pod("a", false, 5)), other(PhaseFailed), NotYet, "waits at the barrier without a ready new copy"},

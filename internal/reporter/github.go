@@ -132,8 +132,8 @@ func refusal(err error) error {
 	if !errors.As(err, &ghErr) || ghErr.Response == nil {
 		return err
 	}
-	switch code := ghErr.Response.StatusCode; {
-	case code == http.StatusForbidden, code == http.StatusNotFound, code == http.StatusGone, code == http.StatusUnprocessableEntity:
+	switch ghErr.Response.StatusCode {
+	case http.StatusForbidden, http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity:
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return err
