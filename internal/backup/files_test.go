@@ -414,8 +414,8 @@ func TestStampSeesACommitTheCounterMisses(t *testing.T) {
 	}
 	after, _ := fingerprint(root, "app.db")
 	stampAfter, _ := stamp(root, "app.db")
-	if err := sameAcrossCopy(before, before, after, stampBefore, stampAfter); err == nil {
-		t.Fatalf("a commit under exclusive locking went unseen: fingerprint %x to %x, stamp %s to %s", before, after, stampBefore, stampAfter)
+	if err := sameAcrossCopy(before, before, after, stampBefore.text, stampAfter.text); err == nil {
+		t.Fatalf("a commit under exclusive locking went unseen: fingerprint %x to %x, stamp %s to %s", before, after, stampBefore.text, stampAfter.text)
 	}
 }
 

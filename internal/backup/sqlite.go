@@ -65,11 +65,14 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 	if err != nil {
 		return err
 	}
-	// Many file systems move a file's times once per clock tick, not per
-	// write, and some keep whole seconds: a commit in the step the stamp was
-	// read in would leave it as it was. Copying a step later, any write that
-	// lands during the copy moves them.
-	time.Sleep(stampStep(a.source, rel))
+	if bytes.HasPrefix(before, []byte("db:")) {
+		// With no log the stamps decide (sameAcrossCopy). Many file systems
+		// move a file's times once per clock tick, not per write, and some
+		// keep whole seconds: a commit in the step the stamp was read in
+		// would leave it as it was. Copying a step later, any write that
+		// lands during the copy moves them.
+		time.Sleep(stampBefore.step())
+	}
 	if err := copyFile(src, a.staging, staged, a.buf); err != nil {
 		return err
 	}
@@ -101,7 +104,7 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 	if err != nil {
 		return err
 	}
-	return sameAcrossCopy(before, copied, after, stampBefore, stampAfter)
+	return sameAcrossCopy(before, copied, after, stampBefore.text, stampAfter.text)
 }
 
 // sameAcrossCopy says a copy is one moment's when the source's fingerprint
@@ -127,33 +130,36 @@ func sameAcrossCopy(before, copied, after []byte, stampBefore, stampAfter string
 // 100 Hz), the step a file's times move in where they keep nanoseconds.
 const stampTick = 25 * time.Millisecond
 
-// stampStep is how long to wait after a stamp: a tick, or, for a file
-// whose times show no fraction of a second (a file system keeping whole
-// seconds, as ext4 with small inodes does), past the next whole second.
-func stampStep(root *os.Root, name string) time.Duration {
-	info, err := root.Lstat(name)
-	if err != nil || info.ModTime().Nanosecond() != 0 {
-		return stampTick
-	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Ctim.Nsec != 0 {
-		return stampTick
-	}
-	return time.Second + stampTick
+// fileStamp is a file's size and its modification and change times, to the
+// nanosecond the file system keeps: a write more than a step after the
+// stamp changes it.
+type fileStamp struct {
+	text string
+	// wholeSeconds: the times show no fraction of a second, as on a file
+	// system keeping whole seconds (ext4 with small inodes).
+	wholeSeconds bool
 }
 
-// stamp is a file's size and its modification and change times, to the
-// nanosecond the file system keeps: a write more than a clock tick after
-// the stamp changes it.
-func stamp(root *os.Root, name string) (string, error) {
+// step is how long to wait after the stamp for a write to move it: a clock
+// tick, or past the next whole second.
+func (s fileStamp) step() time.Duration {
+	if s.wholeSeconds {
+		return time.Second + stampTick
+	}
+	return stampTick
+}
+
+func stamp(root *os.Root, name string) (fileStamp, error) {
 	info, err := root.Lstat(name)
 	if err != nil {
-		return "", fmt.Errorf("stat %s: %w", name, err)
+		return fileStamp{}, fmt.Errorf("stat %s: %w", name, err)
 	}
-	changed := ""
+	changed, whole := "", info.ModTime().Nanosecond() == 0
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		changed = fmt.Sprintf("%d.%09d", st.Ctim.Sec, st.Ctim.Nsec)
+		whole = whole && st.Ctim.Nsec == 0
 	}
-	return fmt.Sprintf("%d/%d/%s", info.Size(), info.ModTime().UnixNano(), changed), nil
+	return fileStamp{text: fmt.Sprintf("%d/%d/%s", info.Size(), info.ModTime().UnixNano(), changed), wholeSeconds: whole}, nil
 }
 
 // fingerprint is what changes when a writer invalidates a copy taken across
