@@ -159,14 +159,14 @@ func PlanShared(p Project, s Shared) (roles []Statement, createDatabase *Stateme
 	}
 	adopted := ""
 	if d.Owner != p.OwnerRole {
-		switch {
+		switch others := d.alsoHandedOver(d.Owner); {
 		case d.OwnerSuperuser:
 			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by superuser %s; hand it to an ordinary role first", p.Database, d.Owner)}
 		case d.Owner == p.DataRole:
 			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by its data role %s", p.Database, d.Owner)}
-		case d.alsoHandedOver(d.Owner) != "":
+		case others != "":
 			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by %s, which also owns %s; REASSIGN OWNED would hand those over too",
-				p.Database, d.Owner, d.alsoHandedOver(d.Owner))}
+				p.Database, d.Owner, others)}
 		}
 		if !d.OwnerInherits && !d.GrantsInherit && (d.OwnerNoInherit || d.OwnerIsMember) {
 			return nil, nil, nil, &Refusal{StepAdopt, fmt.Sprintf("database %s is owned by %s, which does not inherit; its logins would lose what it owns to %s",

@@ -354,12 +354,8 @@ func Unchanged(m MemberState) (bool, string) {
 // changes a ConfigMap alone leaves the pod template as it was, and a tick
 // passes before Flagger's record shows it. A copy that is not there counts
 // as moved; a ConfigMap the primary refers to by its own name is shared and
-// cannot differ. configs are the namespace's ConfigMaps.
-func MovedConfigs(target, primary Deployment, configs []ConfigMap) []string {
-	byName := make(map[string]*ConfigMap, len(configs))
-	for i := range configs {
-		byName[configs[i].Name] = &configs[i]
-	}
+// cannot differ. configs are the namespace's ConfigMaps by name.
+func MovedConfigs(target, primary Deployment, configs map[string]ConfigMap) []string {
 	tracked := map[string]bool{}
 	for _, pair := range [][2][]Container{{target.InitContainers, primary.InitContainers}, {target.Containers, primary.Containers}} {
 		for i := range min(len(pair[0]), len(pair[1])) {
@@ -370,10 +366,11 @@ func MovedConfigs(target, primary Deployment, configs []ConfigMap) []string {
 	}
 	var moved []string
 	for name := range tracked {
-		own, copied := byName[name], byName[name+primarySuffix]
+		own, ownFound := configs[name]
+		copied, copyFound := configs[name+primarySuffix]
 		// Flagger copies data alone, never binaryData, so that is what is
 		// compared.
-		if own == nil || copied == nil || !maps.Equal(own.Data, copied.Data) {
+		if !ownFound || !copyFound || !maps.Equal(own.Data, copied.Data) {
 			moved = append(moved, name)
 		}
 	}

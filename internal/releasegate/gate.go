@@ -388,6 +388,10 @@ func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, 
 	deployments := g.readDeployments(ctx, q)
 	return func(a asked) (Answer, error) {
 		members := g.members(a)
+		configs := make(map[string]ConfigMap, len(a.configMaps))
+		for _, cm := range a.configMaps {
+			configs[cm.Name] = cm
+		}
 		for i, m := range members {
 			if m.Process == a.q.Process || !m.HasCanary || PassedOnRecord(a.q, m) {
 				continue
@@ -405,7 +409,7 @@ func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, 
 			members[i].Target = deploymentNamed(ds, m.Process)
 			members[i].Primary = deploymentNamed(ds, m.Process+primarySuffix)
 			if t, p := members[i].Target, members[i].Primary; t != nil && p != nil {
-				members[i].MovedConfigs = MovedConfigs(*t, *p, a.configMaps)
+				members[i].MovedConfigs = MovedConfigs(*t, *p, configs)
 			}
 		}
 		return g.checkProtected(ctx, a, members, MayPromote(a.q, a.in, members))
