@@ -72,14 +72,14 @@ func BenchmarkWebhooks(b *testing.B) {
 			len(namespaces), seeded, baseline.p50, baseline.p99)
 	})
 	b.Run("baseline-checks-reads-side-by-side", func(b *testing.B) {
-		partOf := labels.SelectorFromSet(labels.Set{releasegate.LabelPartOf: "auth"})
+		instance := labels.SelectorFromSet(labels.Set{releasegate.LabelInstance: "auth-api"})
 		checksReads = measure(namespaces, func(ns string) {
 			var wg sync.WaitGroup
 			errs := make([]error, 4)
 			wg.Go(func() { _, errs[0] = gateKube.ConfigMap(ctx, ns, "auth-release-gate") })
 			wg.Go(func() { _, errs[1] = gateKube.CanariesIn(ctx, ns) })
 			wg.Go(func() { _, errs[2] = gateKube.DeploymentsIn(ctx, ns) })
-			wg.Go(func() { _, errs[3] = gateKube.Pods(ctx, ns, partOf) })
+			wg.Go(func() { _, errs[3] = gateKube.Pods(ctx, ns, instance) })
 			wg.Wait()
 			if err := errors.Join(errs...); err != nil {
 				b.Fatal(err)

@@ -59,6 +59,7 @@ const RollbackRestarts = 3
 // Labels deploy-kit puts on every object it renders.
 const (
 	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
 	LabelPartOf    = "app.kubernetes.io/part-of"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedBy      = "deploy-kit"

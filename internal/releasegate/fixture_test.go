@@ -77,11 +77,16 @@ type member struct {
 	// its environment from, holding MODE: envConfig; the primary takes it
 	// from Flagger's copy <process>-env-primary, holding MODE: primaryEnvConfig.
 	envConfig, primaryEnvConfig string
+	// selector, when set, is the labels the Deployment (not its primary)
+	// selects its pods by instead of the render's instance label.
+	selector string
 }
 
 type pod struct {
 	ready    bool
 	restarts int
+	// labels, when set, are the pod's labels instead of the render's.
+	labels string
 	// initRestarts, when set, gives the pod an init container restarted so often.
 	initRestarts int
 }
@@ -156,6 +161,10 @@ data:
 			copies = append(copies, struct{ name, image, envFrom string }{m.process + "-primary", m.primaryImage, m.process + "-env-primary"})
 		}
 		for _, d := range copies {
+			selector := "app.kubernetes.io/instance: " + d.name
+			if m.selector != "" && d.name == m.process {
+				selector = m.selector
+			}
 			envFrom := ""
 			if m.envConfig != "" {
 				envFrom = fmt.Sprintf("\n          envFrom: [{configMapRef: {name: %s}}]", d.envFrom)
@@ -164,15 +173,15 @@ data:
 kind: Deployment
 metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}}
 spec:
-  selector: {matchLabels: {app.kubernetes.io/instance: %s}}
+  selector: {matchLabels: {%s}}
   template:
-    metadata: {labels: {app.kubernetes.io/instance: %s, app.kubernetes.io/part-of: %s}}
+    metadata: {labels: {%s, app.kubernetes.io/part-of: %s}}
     spec:
       containers:
         - name: app
           image: %s
           args: [serve]
-          env: [{name: MODE, value: live}]%s`, d.name, a.ns, a.name, d.name, d.name, a.name, d.image, envFrom)
+          env: [{name: MODE, value: live}]%s`, d.name, a.ns, a.name, selector, selector, a.name, d.image, envFrom)
 		}
 		if m.envConfig != "" {
 			for name, mode := range map[string]string{m.process + "-env": m.envConfig, m.process + "-env-primary": m.primaryEnvConfig} {
@@ -187,6 +196,10 @@ data: {MODE: %q}`, name, a.ns, mode)
 			if p.ready {
 				ready = "True"
 			}
+			podLabels := fmt.Sprintf("app.kubernetes.io/instance: %s, app.kubernetes.io/part-of: %s", m.process, a.name)
+			if p.labels != "" {
+				podLabels = p.labels
+			}
 			initSpec, initStatus := "", ""
 			if p.initRestarts > 0 {
 				initSpec = "\n  initContainers: [{name: init, image: init:1}]"
@@ -195,7 +208,7 @@ data: {MODE: %q}`, name, a.ns, mode)
 			}
 			doc(`apiVersion: v1
 kind: Pod
-metadata: {name: %s-%d, namespace: %s, labels: {app.kubernetes.io/instance: %s, app.kubernetes.io/part-of: %s}}
+metadata: {name: %s-%d, namespace: %s, labels: {%s}}
 spec:
   containers: [{name: app, image: %s}]%s
 status:
@@ -204,7 +217,7 @@ status:
   podIPs: [{ip: 10.1.0.%d}]
   conditions: [{type: Ready, status: "%s"}]
   containerStatuses: [{name: app, image: %s, imageID: "", ready: %v, restartCount: %d, started: true, state: {running: {}}}]%s`,
-				m.process, i, a.ns, m.process, a.name, m.image, initSpec, i+1, i+1, ready, m.image, p.ready, p.restarts, initStatus)
+				m.process, i, a.ns, podLabels, m.image, initSpec, i+1, i+1, ready, m.image, p.ready, p.restarts, initStatus)
 		}
 	}
 	for _, j := range a.jobs {

@@ -292,26 +292,42 @@ func (g *Gate) mayStart(ctx context.Context, q Question) func(asked) (Answer, er
 }
 
 // copies are the reads that find members' copies: the Deployments of the
-// namespace and the Application's pods, listed side by side. One list of the
-// Application's pods serves every member: the render puts part-of on every
-// pod template, and each copy's own selector then picks its pods out.
+// namespace and a list of pods that holds the copies' pods, side by side.
+// Each copy's own selector then picks its pods out of that list.
 type copies struct {
 	deployments *future[[]Deployment]
 	pods        *future[[]Pod]
+	// listedBy is the labels the pods were listed by.
+	listedBy labels.Set
 }
 
-func (g *Gate) readCopies(ctx context.Context, q Question) copies {
+// readCopies lists the namespace's Deployments and the pods carrying
+// listedBy.
+func (g *Gate) readCopies(ctx context.Context, q Question, listedBy labels.Set) copies {
 	return copies{
 		deployments: g.readDeployments(ctx, q),
 		pods: async(func() ([]Pod, error) {
-			pods, err := g.cluster.Pods(ctx, q.Namespace, labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application}))
+			pods, err := g.cluster.Pods(ctx, q.Namespace, labels.SelectorFromSet(listedBy))
 			if err != nil {
 				return nil, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Application, err)
 			}
 			return pods, nil
 		}),
+		listedBy: listedBy,
 	}
 }
+
+// byInstance lists the asking member's pods by the instance label, which the
+// render puts in every selector and on every pod, and which no one can take
+// off a pod without orphaning it: a list by it holds every pod the new copy's
+// selector matches.
+func byInstance(q Question) labels.Set { return labels.Set{LabelInstance: q.Process} }
+
+// byApplication lists the pods of every member at once, by the part-of label
+// the render puts on every pod template. part-of is no selector, so a pod
+// relabelled by hand can be missed; only /rollback reads this way, where a
+// pod missed can only keep a release where it is.
+func byApplication(q Question) labels.Set { return labels.Set{LabelPartOf: q.Application} }
 
 func (g *Gate) readDeployments(ctx context.Context, q Question) *future[[]Deployment] {
 	return async(func() ([]Deployment, error) {
@@ -324,25 +340,50 @@ func (g *Gate) readDeployments(ctx context.Context, q Question) *future[[]Deploy
 }
 
 // newCopy is the asking member's new copy, its Deployment <process>, and
-// the pods its selector matches.
-func (c copies) newCopy(q Question) (ds []Deployment, all, own []Pod, err error) {
+// the pods its selector matches among those listed.
+func (c copies) newCopy(q Question) (ds []Deployment, all, own []Pod, target *Deployment, err error) {
 	if ds, err = c.deployments.get(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if all, err = c.pods.get(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	target := deploymentNamed(ds, q.Process)
-	if target == nil {
-		return nil, nil, nil, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, ErrNotFound)
+	if target = deploymentNamed(ds, q.Process); target == nil {
+		return nil, nil, nil, nil, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, ErrNotFound)
 	}
-	return ds, all, selectPods(all, target.Selector), nil
+	return ds, all, selectPods(all, target.Selector), target, nil
+}
+
+// newCopyPods is every pod the asking member's new copy's selector matches.
+// Where the selector does not itself require the labels the pods were listed
+// by (a Deployment deploy-kit did not render), the list may lack some of
+// them, and they are listed again by the selector.
+func (g *Gate) newCopyPods(ctx context.Context, q Question, c copies) ([]Pod, error) {
+	_, _, own, target, err := c.newCopy(q)
+	if err != nil || requires(target.Selector, c.listedBy) {
+		return own, err
+	}
+	own, err = g.cluster.Pods(ctx, q.Namespace, target.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Process, err)
+	}
+	return own, nil
+}
+
+// requires reports whether every pod sel matches carries set.
+func requires(sel labels.Selector, set labels.Set) bool {
+	for k, v := range set {
+		if got, ok := sel.RequiresExactMatch(k); !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *Gate) checks(ctx context.Context, q Question) func(asked) (Answer, error) {
-	reads := g.readCopies(ctx, q)
+	reads := g.readCopies(ctx, q, byInstance(q))
 	return func(a asked) (Answer, error) {
-		_, _, pods, err := reads.newCopy(q)
+		pods, err := g.newCopyPods(ctx, q, reads)
 		if err != nil {
 			return Answer{}, err
 		}
@@ -417,13 +458,13 @@ func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, 
 }
 
 func (g *Gate) rollback(ctx context.Context, q Question) func(asked) (Answer, error) {
-	reads := g.readCopies(ctx, q)
+	reads := g.readCopies(ctx, q, byApplication(q))
 	return func(a asked) (Answer, error) {
 		own := MemberState{Process: a.q.Process, Canary: a.own, HasCanary: true}
 		if p := a.own.Phase; p != PhaseProgressing && p != PhaseWaitingPromotion {
 			return Rollback(a.q, own, nil), nil
 		}
-		ds, pods, ownPods, err := reads.newCopy(q)
+		ds, pods, ownPods, _, err := reads.newCopy(q)
 		if err != nil {
 			return Answer{}, err
 		}

@@ -86,6 +86,22 @@ func TestWebhooks(t *testing.T) {
 		{name: "checks: a pod that restarted",
 			prepare: func(a *app) { a.member("auth-api").pods[0].restarts = 1 },
 			path:    "/checks", status: http.StatusConflict, reason: "pod auth-api-0 restarted 1 times"},
+		{name: "checks: a pod of the new copy without the part-of label is still one of its pods",
+			prepare: func(a *app) {
+				pods := a.member("auth-api").pods
+				pods[1].ready, pods[1].labels = false, "app.kubernetes.io/instance: auth-api"
+			},
+			path: "/checks", status: http.StatusConflict, reason: "pod auth-api-1 not ready (1 of 2 ready)"},
+		{name: "checks: a new copy whose selector names no instance is read by its selector",
+			prepare: func(a *app) {
+				m := a.member("auth-api")
+				m.selector = "app: auth-api"
+				for i := range m.pods {
+					m.pods[i].labels = "app: auth-api"
+				}
+				m.pods[0].ready = false
+			},
+			path: "/checks", status: http.StatusConflict, reason: "pod auth-api-0 not ready (1 of 2 ready)"},
 		{name: "checks: a pod whose init container restarted",
 			prepare: func(a *app) { a.member("auth-api").pods[1].initRestarts = 2 },
 			path:    "/checks", status: http.StatusConflict, reason: "pod auth-api-1 restarted 2 times"},
