@@ -437,12 +437,19 @@ func exactNames(value any, t reflect.Type, at string) error {
 func (g *Garage) handle(op string, r *http.Request, body []byte) answer {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	q := r.URL.Query()
+	q, refused := garageQuery(r.URL.RawQuery)
+	if refused != nil {
+		return *refused
+	}
 	switch op {
 	case "ListKeys":
 		return g.listKeys()
 	case "GetKeyInfo":
-		return g.getKeyInfo(param(q, "id"), param(q, "search"), q.Get("showSecretKey") == "true")
+		showSecret, refused := flag(q, "showSecretKey", false)
+		if refused != nil {
+			return *refused
+		}
+		return g.getKeyInfo(param(q, "id"), param(q, "search"), showSecret)
 	case "CreateKey":
 		var req struct {
 			Name         *string         `json:"name"`
@@ -581,13 +588,52 @@ func (g *Garage) getKeyInfo(id, search *string, showSecret bool) answer {
 	return answer{http.StatusOK, g.keyInfo(k, showSecret)}
 }
 
-// param is a query parameter as Garage reads it: given, even empty, or not.
-func param(q url.Values, name string) *string {
-	if !q.Has(name) {
+// garageQuery is a request's query as Garage's router reads it: a parameter
+// given with an empty value counts as not given, and one given twice with a
+// value is refused.
+func garageQuery(raw string) (map[string]string, *answer) {
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		a := fail(http.StatusBadRequest, "InvalidRequest", "Bad request: %v", err)
+		return nil, &a
+	}
+	out := map[string]string{}
+	for name, vs := range values {
+		for _, v := range vs {
+			if v == "" {
+				continue
+			}
+			if _, twice := out[name]; twice {
+				a := fail(http.StatusBadRequest, "InvalidRequest", "Bad request: Query parameter repeated: '%s'", name)
+				return nil, &a
+			}
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// param is a query parameter, nil when not given.
+func param(q map[string]string, name string) *string {
+	v, ok := q[name]
+	if !ok {
 		return nil
 	}
-	v := q.Get(name)
 	return &v
+}
+
+// flag is a boolean query parameter as Garage parses it: true or false, and
+// def when not given.
+func flag(q map[string]string, name string, def bool) (bool, *answer) {
+	switch v, ok := q[name]; {
+	case !ok:
+		return def, nil
+	case v == "true" || v == "false":
+		return v == "true", nil
+	default:
+		a := fail(http.StatusBadRequest, "InvalidRequest", "Bad request: Failed to parse query parameter")
+		return false, &a
+	}
 }
 
 func (g *Garage) keyInfo(k *key, showSecret bool) map[string]any {
