@@ -279,21 +279,81 @@ func TestFilesCorruptDatabaseFailsAfterThreeTries(t *testing.T) {
 }
 
 // A rollback-journal database is copied and checked like a WAL one; its
-// change counter tells a copy taken across a write.
+// change counter tells a copy taken across a write. TRUNCATE and PERSIST
+// keep a journal file between transactions (empty, or with its header
+// zeroed), as DELETE does under exclusive locking: one SQLite does not roll
+// back, which the copy must not carry.
 func TestFilesCopiesARollbackJournalDatabase(t *testing.T) {
+	for _, mode := range []struct{ name, pragmas string }{
+		{"delete", "PRAGMA journal_mode=DELETE"},
+		{"truncate", "PRAGMA journal_mode=TRUNCATE"},
+		{"persist", "PRAGMA journal_mode=PERSIST"},
+		{"delete, exclusive", "PRAGMA journal_mode=DELETE; PRAGMA locking_mode=EXCLUSIVE"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			source, dir := t.TempDir(), t.TempDir()
+			db := openSQLite(t, filepath.Join(source, "plain.sqlite"))
+			db.SetMaxOpenConns(1)
+			for pragma := range strings.SplitSeq(mode.pragmas, "; ") {
+				exec1(t, db, pragma)
+			}
+			exec1(t, db, "CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")
+			exec1(t, db, "INSERT INTO kv VALUES ('a', '1'), ('b', '2')")
+			if mode.name != "delete" {
+				if _, err := os.Stat(filepath.Join(source, "plain.sqlite-journal")); err != nil {
+					t.Fatalf("the journal mode left no journal to copy: %v", err)
+				}
+			}
+			result, err := filesJob(source, dir, nil).Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries := readArchive(t, result.Path)
+			if _, ok := entries["plain.sqlite-journal"]; ok {
+				t.Fatal("the archive holds the journal")
+			}
+			restored := restoreDB(t, entries["plain.sqlite"].body)
+			var n int
+			if err := openSQLite(t, restored).QueryRow("SELECT count(*) FROM kv").Scan(&n); err != nil || n != 2 {
+				t.Fatalf("restored %d rows: %v", n, err)
+			}
+		})
+	}
+}
+
+// A hot journal, left by a transaction that has written pages into the
+// database file and not committed, is copied with the database, and the
+// copy is rolled back to the last commit.
+func TestFilesRollsBackAHotJournal(t *testing.T) {
 	source, dir := t.TempDir(), t.TempDir()
 	db := openSQLite(t, filepath.Join(source, "plain.sqlite"))
 	exec1(t, db, "PRAGMA journal_mode=DELETE")
-	exec1(t, db, "CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")
-	exec1(t, db, "INSERT INTO kv VALUES ('a', '1'), ('b', '2')")
-	result, err := filesJob(source, dir, nil).Run(context.Background())
+	exec1(t, db, "CREATE TABLE kv (k INTEGER PRIMARY KEY, v BLOB)")
+	exec1(t, db, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')")
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A cache of a few pages makes the open transaction spill its pages
+	// into the database file.
+	for _, q := range []string{"PRAGMA cache_size=2", "BEGIN", "WITH RECURSIVE n(i) AS (SELECT 3 UNION ALL SELECT i + 1 FROM n WHERE i < 500) INSERT INTO kv SELECT i, randomblob(4000) FROM n"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() { _, _ = conn.ExecContext(ctx, "ROLLBACK"); conn.Close() })
+	if j, err := os.ReadFile(filepath.Join(source, "plain.sqlite-journal")); err != nil || len(j) == 0 || j[0] == 0 {
+		t.Fatalf("no hot journal to copy (%d bytes): %v", len(j), err)
+	}
+	result, err := filesJob(source, dir, nil).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	restored := restoreDB(t, readArchive(t, result.Path)["plain.sqlite"].body)
 	var n int
 	if err := openSQLite(t, restored).QueryRow("SELECT count(*) FROM kv").Scan(&n); err != nil || n != 2 {
-		t.Fatalf("restored %d rows: %v", n, err)
+		t.Fatalf("restored %d rows, want the 2 committed: %v", n, err)
 	}
 }
 

@@ -89,6 +89,11 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 		if err != nil {
 			return err
 		}
+		if suffix == "-journal" {
+			if err := dropColdJournal(a.staging, staged+suffix); err != nil {
+				return err
+			}
+		}
 	}
 	copied, err := fingerprint(a.staging, staged)
 	if err != nil {
@@ -177,6 +182,25 @@ func fingerprint(root *os.Root, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read the header of %s: %w", name, err)
 	}
 	return append([]byte("db:"), head...), nil
+}
+
+// dropColdJournal removes a copied rollback journal that SQLite would not
+// roll back: empty, or with its header zeroed, as TRUNCATE and PERSIST
+// modes (and DELETE under exclusive locking) leave one between
+// transactions. It holds nothing of the database, and SQLite leaves such a
+// file where it is, which the copy must not carry.
+func dropColdJournal(staging *os.Root, journal string) error {
+	first, err := readAt(staging, journal, 0, 1)
+	if err == nil && first[0] != 0 {
+		return nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read the copied journal %s: %w", journal, err)
+	}
+	if err := staging.Remove(journal); err != nil {
+		return fmt.Errorf("remove the copied journal %s, which holds no transaction: %w", journal, err)
+	}
+	return nil
 }
 
 func readAt(root *os.Root, name string, off int64, n int) ([]byte, error) {
