@@ -102,14 +102,27 @@ func (c *Claim) Names() ([]string, error) {
 }
 
 // CleanLeftovers removes the temporary files a dead run of method left
-// behind, and returns their names. Temporary files of other methods and
-// every other file are left alone.
+// behind, and the off-cluster copy a dead run of any method was encrypting,
+// and returns their names. Temporary files of other methods and every other
+// file are left alone. The copy goes first and whatever the run: it is the
+// size of a generation, and the space it holds could fail the very write
+// that would lead to its removal.
 func (c *Claim) CleanLeftovers(method string) ([]string, error) {
+	var removed []string
+	staging := filepath.Join(c.Dir, OffClusterStaging)
+	if _, err := os.Lstat(staging); err == nil {
+		// The claim is locked: no other run is encrypting into it.
+		if err := os.RemoveAll(staging); err != nil {
+			return nil, fmt.Errorf("remove leftover %s: %w", OffClusterStaging, err)
+		}
+		removed = append(removed, OffClusterStaging)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("look for leftover %s: %w", OffClusterStaging, err)
+	}
 	names, err := c.Names()
 	if err != nil {
-		return nil, err
+		return removed, err
 	}
-	var removed []string
 	for _, name := range names {
 		if !leftoverOf(name, method) {
 			continue

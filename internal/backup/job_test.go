@@ -322,7 +322,7 @@ func TestARunKilledBeforeTheRenameLeavesNoGeneration(t *testing.T) {
 	}
 }
 
-func TestLeftoversOfOtherMethodsStay(t *testing.T) {
+func TestLeftoversOfOtherMethodsStayAndTheCopyGoes(t *testing.T) {
 	dir := t.TempDir()
 	other := partialPrefix + Generation{Method: "postgres", Time: t0}.Name() + ".123"
 	mine := partialPrefix + Generation{Method: "files", Time: t0, Request: "rb-1"}.Name() + ".456"
@@ -331,6 +331,13 @@ func TestLeftoversOfOtherMethodsStay(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A copy a killed run was encrypting is any method's to clear.
+	if err := os.MkdirAll(filepath.Join(dir, OffClusterStaging), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, OffClusterStaging, "files-x.tar.gz.age"), []byte("cipher"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	claim, err := OpenClaim(context.Background(), dir)
 	if err != nil {
@@ -341,7 +348,7 @@ func TestLeftoversOfOtherMethodsStay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(removed, []string{mine}) {
+	if !slices.Equal(removed, []string{OffClusterStaging, mine}) {
 		t.Fatalf("removed %q", removed)
 	}
 	assertFiles(t, dir, other, stranger)
