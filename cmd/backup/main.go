@@ -36,7 +36,7 @@ const usage = "usage: backup files|postgres|rabbitmq | backup restore [flags] [g
 func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	if len(args) > 0 && (args[0] == "restore" || args[0] == "drill") {
-		return runRestore(ctx, args, getenv, stdout, logger)
+		return runRestore(ctx, args, getenv, now, stdout, logger)
 	}
 	job, err := configure(args, getenv, logger)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"filippo.io/age"
 
@@ -82,7 +83,7 @@ func destination(getenv func(string) string) (*backup.S3Store, backup.Destinatio
 var s3Transport http.RoundTripper
 
 // runRestore is "backup restore" and "backup drill".
-func runRestore(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, logger *slog.Logger) int {
+func runRestore(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout io.Writer, logger *slog.Logger) int {
 	command := args[0]
 	flags := flag.NewFlagSet("backup "+command, flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
@@ -105,7 +106,12 @@ func runRestore(ctx context.Context, args []string, getenv func(string) string, 
 			logger.Error("backup drill did not start", "error", "the drill restores the newest off-cluster copy: drop --claim")
 			return 2
 		}
+		restorer.Now = now
 		result, err := restorer.Drill(ctx, *scratch)
+		if len(result.Ahead) > 0 {
+			logger.Warn("the drill passed over copies stamped after its own time; a clock ran ahead when they were written",
+				"copies", generationNames(result.Ahead))
+		}
 		if err != nil {
 			logger.Error("drill failed", "error", err.Error())
 			return 1
@@ -196,3 +202,11 @@ func printLoadCommands(w io.Writer, g backup.Generation, path string) {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func generationNames(gens []backup.Generation) []string {
+	names := make([]string, len(gens))
+	for i, g := range gens {
+		names[i] = g.Name()
+	}
+	return names
+}

@@ -391,6 +391,19 @@ func TestDrillPassesAGoodCopyAndCatchesACorruptedOne(t *testing.T) {
 	if _, err := f.restorer(t).Drill(ctx, scratch); err == nil || !strings.Contains(err.Error(), "integrity_check") {
 		t.Fatalf("the drill passed a damaged database: %v", err)
 	}
+	// Drilled at a time before the damaged copy's stamp, that copy was
+	// written by a clock that ran ahead: the drill takes the newest copy
+	// stamped before its time and names the one it passed over.
+	early := f.restorer(t)
+	early.Now = func() time.Time { return g.Time.Add(-time.Hour) }
+	drilled, err = early.Drill(ctx, scratch)
+	if err != nil || drilled.Generation.Time.After(early.Now()) || len(drilled.Ahead) != 1 || drilled.Ahead[0] != g {
+		t.Fatalf("drilled %+v: %v", drilled, err)
+	}
+	early.Now = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	if drilled, err := early.Drill(ctx, scratch); err == nil || len(drilled.Ahead) != 2 {
+		t.Fatalf("a drill with every copy ahead of it: %+v, %v", drilled, err)
+	}
 	if entries, _ := os.ReadDir(scratch); len(entries) != 0 {
 		t.Fatalf("the drill left %v in its scratch folder", entries)
 	}

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"filippo.io/age"
 )
@@ -32,6 +33,8 @@ type Restorer struct {
 	Destination Destination
 	Identities  []age.Identity
 	ClaimDir    string
+	// Now is the drill's clock; time.Now when nil.
+	Now func() time.Time
 }
 
 // List names the generations there, newest first. Rollback copies on the
@@ -75,6 +78,9 @@ type Restored struct {
 	Path      string
 	Files     int // regular files unpacked
 	Databases int // SQLite databases among them that passed integrity_check (drill only)
+	// Ahead are the copies stamped after the drill's time, passed over
+	// (drill only).
+	Ahead []Generation
 }
 
 // Restore reads generation g and writes it under target: a files archive is
@@ -470,21 +476,31 @@ func writeFile(r io.Reader, path string) error {
 // Drill restores the newest off-cluster copy into scratch and checks it:
 // the archive reads whole, every SQLite database in it passes
 // integrity_check, a dump or the definitions parse. scratch is emptied after.
+// A copy stamped after now was written by a clock that ran ahead; retention
+// never prunes it, so taken as the newest it would be drilled forever while
+// the copies being written went unchecked. It is passed over and named.
 func (r Restorer) Drill(ctx context.Context, scratch string) (Restored, error) {
 	gens, err := r.List(ctx)
 	if err != nil {
 		return Restored{}, err
 	}
-	if len(gens) == 0 {
-		return Restored{}, errors.New("no generation to drill")
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
 	}
-	g := gens[0]
+	at := now()
+	newest := slices.IndexFunc(gens, func(g Generation) bool { return !g.Time.After(at) })
+	if newest < 0 {
+		return Restored{Ahead: gens}, fmt.Errorf("no generation to drill stamped before %s (%d after it)", at.UTC().Format(time.RFC3339), len(gens))
+	}
+	g, ahead := gens[newest], gens[:newest]
 	work, err := os.MkdirTemp(scratch, ".drill-")
 	if err != nil {
 		return Restored{}, fmt.Errorf("create the drill's folder: %w", err)
 	}
 	defer func() { _ = removeRestored(work) }()
 	restored, err := r.Restore(ctx, g, work)
+	restored.Ahead = ahead
 	if err != nil {
 		return restored, err
 	}
