@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"golang.org/x/sys/unix"
 )
 
 // Restorer reads generations back: from the off-cluster destination when
@@ -372,10 +373,10 @@ func unpack(ctx context.Context, r io.Reader, dir string) (int, error) {
 	}
 }
 
-// publish renames src to dst. Moving a folder to another parent rewrites
-// its "..", which takes write permission on the folder itself unless run as
-// root; a read-only folder is made writable for the move and given its mode
-// back after.
+// publish renames src to dst, never over a name already at dst. Moving a
+// folder to another parent rewrites its "..", which takes write permission
+// on the folder itself unless run as root; a read-only folder is made
+// writable for the move and given its mode back after.
 func publish(src, dst string) error {
 	info, err := os.Lstat(src)
 	if err != nil {
@@ -383,15 +384,34 @@ func publish(src, dst string) error {
 	}
 	mode := info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 	if !info.IsDir() || mode&0o200 != 0 {
-		return os.Rename(src, dst)
+		return renameNoReplace(src, dst)
 	}
 	if err := os.Chmod(src, mode|0o200); err != nil { //nolint:gosec // the owner's write bit, for the move alone
 		return err
 	}
-	if err := os.Rename(src, dst); err != nil {
-		return err
+	if err := renameNoReplace(src, dst); err != nil {
+		return errors.Join(err, os.Chmod(src, mode))
 	}
 	return os.Chmod(dst, mode)
+}
+
+// renameNoReplace renames src to dst unless a name is at dst, in one step
+// where the file system can (renameat2 with RENAME_NOREPLACE), so a file
+// another process creates at dst after the restore looked is never
+// replaced. A file system without that flag is looked at first.
+func renameNoReplace(src, dst string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		if _, lerr := os.Lstat(dst); lerr == nil {
+			err = unix.EEXIST
+		} else {
+			return os.Rename(src, dst)
+		}
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: src, New: dst, Err: err}
+	}
+	return nil
 }
 
 // removeRestored removes a folder of restored files. A restore keeps the
@@ -437,7 +457,9 @@ func keepOwner(root *os.Root, name string, hdr *tar.Header) error {
 	return nil
 }
 
-// moveInto moves what work holds into target, refusing to overwrite.
+// moveInto moves what work holds into target, refusing to overwrite. When
+// an entry cannot be published, those already published go back into work,
+// so target never holds part of a generation.
 func moveInto(work, target string) error {
 	entries, err := os.ReadDir(work)
 	if err != nil {
@@ -449,13 +471,28 @@ func moveInto(work, target string) error {
 			return fmt.Errorf("%s already exists; restore into an empty folder", dst)
 		}
 	}
-	for _, e := range entries {
+	for i, e := range entries {
+		if beforePublish != nil {
+			beforePublish(e.Name())
+		}
 		if err := publish(filepath.Join(work, e.Name()), filepath.Join(target, e.Name())); err != nil {
-			return fmt.Errorf("publish %s: %w", e.Name(), err)
+			err = fmt.Errorf("publish %s: %w", e.Name(), err)
+			if errors.Is(err, fs.ErrExist) {
+				err = fmt.Errorf("%w; restore into a folder nothing else writes to", err)
+			}
+			for _, done := range entries[:i] {
+				if uerr := publish(filepath.Join(target, done.Name()), filepath.Join(work, done.Name())); uerr != nil {
+					err = errors.Join(err, fmt.Errorf("take %s back out of %s: %w", done.Name(), target, uerr))
+				}
+			}
+			return err
 		}
 	}
 	return nil
 }
+
+// beforePublish, when set by a test, runs before each entry is published.
+var beforePublish func(name string)
 
 func writeFile(r io.Reader, path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) //nolint:gosec // inside the restore's work folder

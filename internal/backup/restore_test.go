@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +79,41 @@ func TestRestoreRefusesToOverwrite(t *testing.T) {
 	}
 	if err := moveInto(work, target); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("moveInto: %v", err)
+	}
+}
+
+// A file another process creates in the target while the restore publishes
+// is never replaced, and what was already published goes back out.
+func TestRestoreNeverReplacesAFileThatAppearsWhilePublishing(t *testing.T) {
+	target := t.TempDir()
+	work := filepath.Join(target, ".w")
+	for _, name := range []string{"a", "b"} {
+		if err := os.MkdirAll(work, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, name), []byte("restored "+name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beforePublish = func(name string) {
+		if name == "b" {
+			if err := os.WriteFile(filepath.Join(target, "b"), []byte("someone else's"), 0o600); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { beforePublish = nil })
+	if err := moveInto(work, target); err == nil || !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("moveInto: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(target, "b")); err != nil || string(b) != "someone else's" {
+		t.Fatalf("target/b = %q, %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(target, "a")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a, published before the failure, is still in the target: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "a")); err != nil || string(b) != "restored a" {
+		t.Fatalf("work/a = %q, %v", b, err)
 	}
 }
 
