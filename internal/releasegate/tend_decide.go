@@ -210,7 +210,8 @@ func primaryDigests(members []MemberView) map[string]string {
 }
 
 // PrimariesMoved reports whether a primary's digest moved since the record
-// named what serves, and which.
+// named what serves, and which. A member without a digest on record is new
+// since: the record holds one for every member of the revision that serves.
 func PrimariesMoved(rec Record, members []MemberView) (bool, string) {
 	for _, m := range members {
 		was, ok := rec.Primaries[m.Process]
@@ -222,6 +223,19 @@ func PrimariesMoved(rec Record, members []MemberView) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// servingMembers are the members the record holds a digest for: those of
+// the revision that serves. One without is new in the release, part of what
+// a migration's proof is about rather than of what it was proven against.
+func servingMembers(rec Record, members []MemberView) []MemberView {
+	out := make([]MemberView, 0, len(members))
+	for _, m := range members {
+		if _, ok := rec.Primaries[m.Process]; ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // ProofHolds reports whether a migration may start: the record's serving
@@ -244,7 +258,7 @@ func ProofHolds(mig *Migration, rec Record, members []MemberView) (bool, string)
 		}
 		return false, "proven against " + RevisionTag(mig.TestedAgainst) + ", but " + serving + " serves"
 	}
-	if moved, why := PrimariesMoved(rec, members); moved {
+	if moved, why := PrimariesMoved(rec, servingMembers(rec, members)); moved {
 		return false, why
 	}
 	return true, ""
