@@ -1,8 +1,12 @@
 package releasegate
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/probe"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,5 +32,34 @@ func TestPhaseChangedAt(t *testing.T) {
 		if got := PhaseChangedAt(c.canary); !got.Equal(c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+type warmerFunc func(ctx context.Context, hosts, paths []string) (probe.Warmup, error)
+
+func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (probe.Warmup, error) {
+	return f(ctx, hosts, paths)
+}
+
+// Two members sharing a host may hand more paths together than one call of
+// the warmer takes: every path is still requested, a call's worth at a time.
+func TestWarmRequestsEveryPathOfASharedHost(t *testing.T) {
+	var paths []string
+	for i := range 2 * probe.MaxPaths {
+		paths = append(paths, fmt.Sprintf("/p%d", i))
+	}
+	requested := map[string]bool{}
+	tender := &Tender{warmer: warmerFunc(func(_ context.Context, hosts, paths []string) (probe.Warmup, error) {
+		if len(paths) > probe.MaxPaths+1 {
+			return probe.Warmup{}, fmt.Errorf("%d paths, more than %d", len(paths), probe.MaxPaths+1)
+		}
+		for _, p := range paths {
+			requested[hosts[0]+p] = true
+		}
+		return probe.Warmup{Requests: len(paths)}, nil
+	})}
+	got, ok := tender.warm(t.Context(), &Warm{Revision: "r", Targets: []WarmTarget{{Host: "auth.example.com", Paths: paths}}})
+	if !ok || !got.Warmed || got.Failed != nil || len(requested) != len(paths) {
+		t.Fatalf("warmed %+v (%v), %d of %d paths requested", got, ok, len(requested), len(paths))
 	}
 }

@@ -328,13 +328,18 @@ func (t *Tender) warm(ctx context.Context, w *Warm) (WarmupRecord, bool) {
 	}
 	var total probe.Warmup
 	for _, target := range w.Targets {
-		got, err := t.warmer.Warm(ctx, []string{target.Host}, target.Paths)
-		if ctx.Err() != nil {
-			return WarmupRecord{}, false
-		}
-		total.Requests += got.Requests
-		if err != nil || got.Failed() {
-			return WarmupVerdict(w.Revision, got, err), true
+		// Members sharing a host hand their paths together, which can come
+		// to more than one call of the warmer takes: they go a call's worth
+		// at a time.
+		for paths := range slices.Chunk(target.Paths, probe.MaxPaths+1) {
+			got, err := t.warmer.Warm(ctx, []string{target.Host}, paths)
+			if ctx.Err() != nil {
+				return WarmupRecord{}, false
+			}
+			total.Requests += got.Requests
+			if err != nil || got.Failed() {
+				return WarmupVerdict(w.Revision, got, err), true
+			}
 		}
 	}
 	return WarmupVerdict(w.Revision, total, nil), true
