@@ -393,7 +393,7 @@ func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan
 	if n := p.NotUndone; n != nil {
 		o.NotUndone = n
 		log.LogAttrs(ctx, slog.LevelError, "migration not undone", slog.String("tag", n.Tag),
-			slog.String("condition", n.Condition))
+			slog.String("condition", n.Condition), slog.String("migrated", n.Migrated))
 	}
 	if p.Unanswerable != "" {
 		o.Unanswerable = p.Unanswerable

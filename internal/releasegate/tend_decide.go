@@ -25,6 +25,10 @@ const (
 	UndoPrimariesMoved   = "primaries-moved"
 	UndoNonTransactional = "non-transactional"
 	UndoDownFailed       = "down-failed"
+	// UndoSuperseded is a migration left applied by a release the
+	// Application has moved on from: the render carries another revision
+	// now, and only an operator can put the schema right.
+	UndoSuperseded = "superseded"
 )
 
 // The webhook metadata keys that hand the gate a member's public hostnames
@@ -102,6 +106,8 @@ type Held struct {
 type NotUndone struct {
 	Tag       string
 	Condition string
+	// Migrated is the tag of the release whose migration it is.
+	Migrated string
 }
 
 // WarmTarget is one public hostname and the paths requested through it.
@@ -448,14 +454,28 @@ func Tend(v ApplicationView) Plan {
 	if !ok || next.Pinned == "" || next.Pinned != pinned {
 		// Only a release the Canaries all carry is started, held or undone:
 		// while a render is being applied they name no one release.
+		reportSuperseded(&p)
 		return p
 	}
 	decideRelease(&p, v, next, mig)
+	reportSuperseded(&p)
 	// The release's decision may have moved the record on (a migration
 	// started or undone); only a record that differs from the one read is
 	// written.
 	p.Write = p.Create || !sameRecord(rec, p.Record)
 	return p
+}
+
+// reportSuperseded reports a migration left applied by a release that is no
+// longer the one in flight (its pin reverted, or another release applied),
+// every round until an operator clears it: no decision about the release in
+// flight reports it any more. The down would return the schema to what
+// serves.
+func reportSuperseded(p *Plan) {
+	if p.NotUndone != nil || p.Record.Migrated == "" || p.Record.Migrated == p.Record.Pinned {
+		return
+	}
+	p.NotUndone = &NotUndone{Tag: RevisionTag(p.Record.Serving), Condition: UndoSuperseded, Migrated: RevisionTag(p.Record.Migrated)}
 }
 
 // decideRelease decides a release in flight, next.Pinned applied but not
@@ -535,7 +555,7 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 // revision and every member's new copy has no pod left.
 func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag string) {
 	refuse := func(condition string) {
-		p.NotUndone = &NotUndone{Tag: RevisionTag(mig.TestedAgainst), Condition: condition}
+		p.NotUndone = &NotUndone{Tag: RevisionTag(mig.TestedAgainst), Condition: condition, Migrated: tag}
 	}
 	if mig.TestedAgainst == "" {
 		refuse(UndoFirstRelease)

@@ -588,4 +588,18 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 	if p.Held == nil || !strings.Contains(p.Held.Cause, "migration of "+tag+" was left applied") {
 		t.Fatalf("held %+v, want the cause named", p.Held)
 	}
+	// Whether another release is applied or the pin went back to what
+	// serves, the migration left applied is reported every round.
+	reverted := func(v *ApplicationView) {
+		v.Record.Migrated = rev
+		for i := range v.Members {
+			v.Members[i].Canary.Webhooks = hooks("auth", prevRev)
+		}
+	}
+	for name, view := range map[string]ApplicationView{"superseded": scene(superseded), "reverted": scene(reverted)} {
+		want := NotUndone{Tag: RevisionTag(prevRev), Condition: UndoSuperseded, Migrated: tag}
+		if p := Tend(view); p.NotUndone == nil || *p.NotUndone != want || p.Record.Migrated != rev {
+			t.Errorf("%s: not undone %+v, migrated %q; want %+v", name, p.NotUndone, RevisionTag(p.Record.Migrated), want)
+		}
+	}
 }
