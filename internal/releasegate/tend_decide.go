@@ -407,6 +407,14 @@ func Tend(v ApplicationView) Plan {
 	}
 	next := rec
 	next.Primaries = maps.Clone(rec.Primaries)
+	// A member without a Canary leaves the round nothing to read its
+	// release off: reported, so that a release held or a migration left
+	// applied never goes quiet because a Canary went away.
+	for _, m := range v.Members {
+		if !m.HasCanary {
+			return Plan{Unanswerable: "member " + m.Process + " has no Canary labelled " + LabelPartOf + "=" + v.Application}
+		}
+	}
 	pinned, ok, err := Carried(v.Application, v.Members)
 	if err != nil {
 		return Plan{Unanswerable: err.Error()}

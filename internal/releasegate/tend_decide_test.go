@@ -383,9 +383,10 @@ func TestTendUnanswerable(t *testing.T) {
 			}
 		})
 	}
-	// A member with no Canary carries nothing: no revision, nothing moves.
-	p := Tend(scene(func(v *ApplicationView) { v.Members[1].HasCanary = false }))
-	if p.Unanswerable != "" || p.Write || p.Start != nil {
+	// A member with no Canary carries nothing: nothing moves, and the
+	// Application is reported, so a release held does not go quiet.
+	p := Tend(scene(failedAt(t0), func(v *ApplicationView) { v.Members[1].HasCanary = false }))
+	if !strings.Contains(p.Unanswerable, "auth-ui has no Canary") || p.Write || p.Start != nil || p.Held != nil {
 		t.Fatalf("a member without a Canary: %+v", p)
 	}
 }
