@@ -79,6 +79,8 @@ type TendCluster interface {
 	Canaries(ctx context.Context) ([]CanaryState, error)
 	// Deployments lists the Deployments labelled part of an Application.
 	Deployments(ctx context.Context) ([]NamespacedDeployment, error)
+	// ConfigMapsIn lists the ConfigMaps of namespace.
+	ConfigMapsIn(ctx context.Context, namespace string) ([]ConfigMap, error)
 	// MigrationJobs lists the Jobs the render wrote.
 	MigrationJobs(ctx context.Context) ([]MigrationJob, error)
 	// Pods lists the pods of namespace that selector matches.
@@ -152,7 +154,10 @@ type snapshot struct {
 	records     map[string]StoredRecord
 	canaries    map[[2]string]CanaryState
 	deployments map[[2]string]Deployment
-	jobs        map[[2]string][]MigrationJob
+	// configs are the ConfigMaps of the namespaces whose Deployments a
+	// round compares, by namespace and name.
+	configs map[string]map[string]ConfigMap
+	jobs    map[[2]string][]MigrationJob
 }
 
 // read lists what every round needs, the lists side by side; Deployments
@@ -169,7 +174,8 @@ func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (
 	})
 	s := &snapshot{
 		records: map[string]StoredRecord{}, canaries: map[[2]string]CanaryState{},
-		deployments: map[[2]string]Deployment{}, jobs: map[[2]string][]MigrationJob{},
+		deployments: map[[2]string]Deployment{}, configs: map[string]map[string]ConfigMap{},
+		jobs: map[[2]string][]MigrationJob{},
 	}
 	var err error
 	if s.inputs, err = inputs.get(); err != nil {
@@ -203,6 +209,28 @@ func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (
 	return s, nil
 }
 
+// readConfigs lists the ConfigMaps of namespace once a round; a list that
+// failed is not made again, its error kept in unread.
+func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespace string, unread map[string]error) error {
+	if _, ok := s.configs[namespace]; ok {
+		return nil
+	}
+	if err, ok := unread[namespace]; ok {
+		return err
+	}
+	cms, err := c.ConfigMapsIn(ctx, namespace)
+	if err != nil {
+		unread[namespace] = fmt.Errorf("list the ConfigMaps of %s: %w", namespace, err)
+		return unread[namespace]
+	}
+	byName := make(map[string]ConfigMap, len(cms))
+	for _, cm := range cms {
+		byName[cm.Name] = cm
+	}
+	s.configs[namespace] = byName
+	return nil
+}
+
 // view joins what the snapshot holds of one Application.
 func (s *snapshot) view(namespace string, o InputsObject, now time.Time) ApplicationView {
 	v := ApplicationView{Namespace: o.Namespace, Application: o.Application, Now: now}
@@ -228,6 +256,9 @@ func (s *snapshot) view(namespace string, o InputsObject, now time.Time) Applica
 		}
 		if d, ok := s.deployments[[2]string{o.Namespace, m.Process + primarySuffix}]; ok {
 			mv.Primary = &d
+		}
+		if configs, ok := s.configs[o.Namespace]; ok && mv.Target != nil && mv.Primary != nil {
+			mv.MovedConfigs = MovedConfigs(*mv.Target, *mv.Primary, configs)
 		}
 		v.Members = append(v.Members, mv)
 	}
@@ -263,11 +294,20 @@ func (t *Tender) Round(ctx context.Context) error {
 		for _, d := range ds {
 			s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
 		}
+		// A release that changes a ConfigMap alone leaves the pod template
+		// as it was: the copies are compared with the ConfigMaps they take
+		// their environment from too, as the barrier compares them.
+		unread := map[string]error{}
 		for i, o := range s.inputs {
-			if plans[i].ReadDeployments {
-				views[i] = s.view(t.namespace, o, now)
-				plans[i] = Tend(views[i])
+			if !plans[i].ReadDeployments {
+				continue
 			}
+			if err := s.readConfigs(ctx, t.cluster, o.Namespace, unread); err != nil {
+				plans[i] = Plan{Unanswerable: err.Error()}
+				continue
+			}
+			views[i] = s.view(t.namespace, o, now)
+			plans[i] = Tend(views[i])
 		}
 	}
 	// Starts and undos act on what the round read, so they come before the

@@ -516,3 +516,45 @@ func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
 		t.Error("a migration was undone for a failure from before the revision")
 	}
 }
+
+// A release that changes a ConfigMap alone leaves the pod template and
+// Flagger's record as they were until Flagger's next tick: the round compares
+// the ConfigMaps the copies take their environment from, and records the
+// revision as serving only once Flagger's copy holds what the member's does.
+func TestARoundComparesTheConfigMapsOfTheCopies(t *testing.T) {
+	cp := testenv.Own(t)
+	kube, err := releasegate.NewKube(grant(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	a := &app{ns: ns, name: "auth",
+		members: []member{{process: "auth-api", phase: "Succeeded", applied: "api-1", promoted: "api-1", image: "api:1", primaryImage: "api:1",
+			envConfig: "full", primaryEnvConfig: "lite"}},
+		record: &releasegate.Record{Namespace: ns, Application: "auth", Serving: prevRev, Primaries: digestsOf("auth-api", "api-1")}}
+	a.apply(t, cp)
+	logs := &testenv.LogBuffer{}
+	tender := releasegate.NewTender(kube, gateNS, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
+		return probe.Warmup{}, nil
+	}), slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	if err := tender.Round(context.Background()); err != nil {
+		t.Fatalf("round: %v\n%s", err, logs)
+	}
+	if rec, _ := readRecord(t, cp, ns, "auth"); rec.Serving != prevRev || rec.Pinned != rev {
+		t.Fatalf("serving %q pinned %q before Flagger promoted the ConfigMap\n%s", rec.Serving, rec.Pinned, logs)
+	}
+	primaryEnv, err := cp.Kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "auth-api-env-primary", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	primaryEnv.Data["MODE"] = "full"
+	if _, err := cp.Kube.CoreV1().ConfigMaps(ns).Update(t.Context(), primaryEnv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tender.Round(context.Background()); err != nil {
+		t.Fatalf("round: %v\n%s", err, logs)
+	}
+	if rec, _ := readRecord(t, cp, ns, "auth"); rec.Serving != rev || rec.Pinned != "" {
+		t.Fatalf("serving %q pinned %q once Flagger's copy holds the member's\n%s", rec.Serving, rec.Pinned, logs)
+	}
+}
