@@ -46,13 +46,13 @@ kind: Kustomization
 metadata:
   name: project-docs
   namespace: %[1]s
-  annotations: {%[3]s: acme/docs, %[4]s: "2.1.0", %[5]s: "https://docs.example"}
+  annotations: {%[3]s: acme/docs, %[4]s: "2.1.0", %[5]s: "https://docs.example", %[7]s: "%[2]s"}
 spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-docs}}
 status:
   lastAppliedRevision: "latest@%[2]s"
   lastAttemptedRevision: "latest@%[2]s"
   conditions: [{type: Ready, status: "%[6]s", reason: Progressing, message: "", lastTransitionTime: "2026-11-30T10:00:00Z"}]`,
-			fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, reporter.AnnotationURL, ready)); err != nil {
+			fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, reporter.AnnotationURL, ready, reporter.AnnotationDigest)); err != nil {
 			t.Fatal(err)
 		}
 	}

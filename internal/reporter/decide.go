@@ -91,6 +91,8 @@ type Status struct {
 // Input is everything one decision reads, as plain values.
 type Input struct {
 	Project, Version string
+	// RolloutDigest is the pin the Rollout moved the source to.
+	RolloutDigest string
 	// Pin is the digest the unit's source is pinned to (spec.ref.digest).
 	Pin string
 	// Source is the source's Ready condition about the spec pinning Pin;
@@ -139,9 +141,17 @@ func RevisionDigest(revision string) string {
 	return revision
 }
 
-// Applied reports whether Flux applied the release the unit is pinned to.
+// Pinned reports whether the unit's source is pinned to the Rollout's
+// digest. The workflow writes both, but Flux applies the unit and its source
+// one after the other: until both moved, what the cluster shows is another
+// release's.
+func (in Input) Pinned() bool {
+	return in.Pin != "" && in.Pin == in.RolloutDigest
+}
+
+// Applied reports whether Flux applied the Rollout's release.
 func (in Input) Applied() bool {
-	return in.Pin != "" && RevisionDigest(in.Unit.AppliedRevision) == in.Pin
+	return in.Pinned() && RevisionDigest(in.Unit.AppliedRevision) == in.Pin
 }
 
 // Decide says which status the Rollout's Deployment should carry now, and
@@ -172,6 +182,9 @@ func stage(in Input) (Status, bool) {
 			in.Project, in.Version, why.Reason, withoutElapsed(oneLine(why.Message)))}
 	}
 	failedToApply := couldNotApply(in.Unit.Ready)
+	if !in.Pinned() {
+		return Status{Description: "the source is pinned to " + in.Pin + ", not yet to the Rollout's " + in.RolloutDigest}, false
+	}
 	if !in.Applied() {
 		switch {
 		case fluxFailed:

@@ -47,7 +47,7 @@ func applied(ready string) Unit {
 func gate(warmups map[string]Warmup) Gate { return Gate{Answered: true, Warmups: warmups} }
 
 func TestDecide(t *testing.T) {
-	base := Input{Project: "auth", Version: "1.4.0", Pin: pin, DeploymentCreated: created, RolloutURL: "https://auth.example"}
+	base := Input{Project: "auth", Version: "1.4.0", RolloutDigest: pin, Pin: pin, DeploymentCreated: created, RolloutURL: "https://auth.example"}
 	in := func(f func(*Input)) Input { i := base; f(&i); return i }
 	settledA := member("auth-api", "auth", revA, releasegate.PhaseSucceeded, true)
 	settledB := member("auth-ui", "auth", revA, releasegate.PhaseInitialized, true)
@@ -65,6 +65,19 @@ func TestDecide(t *testing.T) {
 		}), "", ""},
 		{"not applied, waiting on another unit: no failure", in(func(i *Input) {
 			i.Unit = Unit{AppliedRevision: oldPin, AttemptedRevision: pin, Ready: Condition{Status: "False", Reason: "DependencyNotReady", Message: "dependency 'flux-system/project-data' is not ready"}}
+		}), "", ""},
+		// The unit and its source are two objects Flux applies one after the
+		// other: until the source is pinned to the Rollout's digest, what
+		// the cluster shows is the release before's, applied, ready and
+		// failed alike.
+		{"the unit carries the Rollout, its source the pin before: nothing", in(func(i *Input) {
+			i.Pin, i.Unit = oldPin, Unit{AppliedRevision: "latest@" + oldPin, AttemptedRevision: "latest@" + oldPin, Ready: Condition{Status: "True"}}
+		}), "", ""},
+		{"the source pinned ahead of the unit's Rollout: nothing", in(func(i *Input) {
+			i.RolloutDigest, i.Unit = oldPin, applied("True")
+		}), "", ""},
+		{"the pin before failing to apply is not this Rollout's failure", in(func(i *Input) {
+			i.Pin, i.Unit = oldPin, Unit{AppliedRevision: oldPin, AttemptedRevision: oldPin, Ready: Condition{Status: "False", Reason: "BuildFailed"}}
 		}), "", ""},
 		// failure: Flux could not apply.
 		{"Flux could not apply this release", in(func(i *Input) {
@@ -226,7 +239,7 @@ func TestDecide(t *testing.T) {
 
 func TestDescriptionsKeepToGitHubsLimit(t *testing.T) {
 	long := strings.Repeat("é", 200)
-	d := Decide(Input{Project: "auth", Version: "1.0.0", Pin: pin, Unit: Unit{AttemptedRevision: pin, Ready: Condition{Status: "False", Reason: "BuildFailed", Message: long}}})
+	d := Decide(Input{Project: "auth", Version: "1.0.0", RolloutDigest: pin, Pin: pin, Unit: Unit{AttemptedRevision: pin, Ready: Condition{Status: "False", Reason: "BuildFailed", Message: long}}})
 	if n := utf8.RuneCountInString(d.Status.Description); n != MaxDescription || !strings.HasSuffix(d.Status.Description, "…") {
 		t.Fatalf("%d characters: %q", n, d.Status.Description)
 	}

@@ -153,8 +153,11 @@ func (w *world) apply(format string, args ...any) {
 type unit struct {
 	project, repo, version, url string
 	pin                         string
-	applied, attempted          string
-	ready, reason, message      string
+	// rolloutDigest is the digest the Rollout annotations name; pin when
+	// empty.
+	rolloutDigest          string
+	applied, attempted     string
+	ready, reason, message string
 	// sourceReady, when set, is the OCIRepository's Ready status about its
 	// spec, with sourceReason and sourceMessage.
 	sourceReady, sourceReason, sourceMessage string
@@ -170,7 +173,11 @@ func (w *world) applyUnit(u unit) {
 func (w *world) unitYAML(u unit) string {
 	annotations := "{}"
 	if !u.noAnnotations {
-		annotations = fmt.Sprintf("{%s: %s, %s: %q", AnnotationRepository, u.repo, AnnotationVersion, u.version)
+		digest := u.rolloutDigest
+		if digest == "" {
+			digest = u.pin
+		}
+		annotations = fmt.Sprintf("{%s: %s, %s: %q, %s: %q", AnnotationRepository, u.repo, AnnotationVersion, u.version, AnnotationDigest, digest)
 		if u.url != "" {
 			annotations += fmt.Sprintf(", %s: %q", AnnotationURL, u.url)
 		}

@@ -153,7 +153,7 @@ func (p *pass) report(ctx context.Context, u UnitObject, rollout Rollout, source
 		return err
 	}
 	in := Input{
-		Project: u.Project, Version: rollout.Version, Pin: source.Pin, Source: source.Ready, Unit: u.Unit,
+		Project: u.Project, Version: rollout.Version, RolloutDigest: rollout.Digest, Pin: source.Pin, Source: source.Ready, Unit: u.Unit,
 		DeploymentCreated: d.CreatedAt, RolloutURL: rollout.URL, Latest: statuses.Latest,
 	}
 	if Final(in.Latest) {

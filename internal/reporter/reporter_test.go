@@ -245,8 +245,8 @@ func TestUnitsWithoutRolloutAreSkippedAndLoggedOnce(t *testing.T) {
 	w.applyUnit(unit{project: "unseen", repo: "acme/unseen", version: "1.0.0", pin: pin, applied: pin, attempted: pin})
 	w.apply(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
-metadata: {name: project-nopin, namespace: %s, annotations: {%s: acme/x, %s: "1.0.0"}}
-spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-nopin}}`, w.fluxNS, AnnotationRepository, AnnotationVersion)
+metadata: {name: project-nopin, namespace: %s, annotations: {%s: acme/x, %s: "1.0.0", %s: %q}}
+spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-nopin}}`, w.fluxNS, AnnotationRepository, AnnotationVersion, AnnotationDigest, pin)
 	// Not a Project's unit at all.
 	w.apply(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization

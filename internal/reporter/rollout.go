@@ -23,6 +23,7 @@ const (
 	AnnotationPrefix     = "estate.jorisjonkers.dev/rollout-"
 	AnnotationRepository = AnnotationPrefix + "repository"
 	AnnotationVersion    = AnnotationPrefix + "version"
+	AnnotationDigest     = AnnotationPrefix + "digest"
 	AnnotationURL        = AnnotationPrefix + "url"
 )
 
@@ -46,6 +47,8 @@ var (
 type Rollout struct {
 	Repository githubapp.Repository
 	Version    string
+	// Digest is what the workflow pinned the unit's source to with it.
+	Digest string
 	// URL is the rollout URL; "" when the unit names none.
 	URL string
 }
@@ -73,7 +76,8 @@ func RolloutOf(annotations map[string]string) (Rollout, error) {
 	if err != nil {
 		return Rollout{}, fmt.Errorf("%s: %w", AnnotationRepository, err)
 	}
-	return Rollout{Repository: repo, Version: annotations[AnnotationVersion], URL: annotations[AnnotationURL]}, nil
+	return Rollout{Repository: repo, Version: annotations[AnnotationVersion], Digest: annotations[AnnotationDigest],
+		URL: annotations[AnnotationURL]}, nil
 }
 
 // PayloadNames reports whether a Deployment's payload names project and

@@ -8,19 +8,22 @@ import (
 )
 
 func TestRolloutOf(t *testing.T) {
-	good := map[string]string{AnnotationRepository: "acme/auth", AnnotationVersion: "1.4.0", AnnotationURL: "https://auth.example", "other": "x"}
+	good := map[string]string{AnnotationRepository: "acme/auth", AnnotationVersion: "1.4.0", AnnotationDigest: pin,
+		AnnotationURL: "https://auth.example", "other": "x"}
 	r, err := RolloutOf(good)
-	if err != nil || r.Repository.String() != "acme/auth" || r.Version != "1.4.0" || r.URL != "https://auth.example" {
+	if err != nil || r.Repository.String() != "acme/auth" || r.Version != "1.4.0" || r.Digest != pin || r.URL != "https://auth.example" {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if r, err := RolloutOf(map[string]string{AnnotationRepository: "acme/auth", AnnotationVersion: "v2.0.0-rc.1+build.5"}); err != nil || r.URL != "" {
+	if r, err := RolloutOf(map[string]string{AnnotationRepository: "acme/auth", AnnotationVersion: "v2.0.0-rc.1+build.5", AnnotationDigest: pin}); err != nil || r.URL != "" {
 		t.Fatalf("no URL: %+v %v", r, err)
 	}
 	if _, err := RolloutOf(map[string]string{"kustomize.toolkit.fluxcd.io/ssa": "IfNotPresent"}); !errors.Is(err, ErrNoRollout) {
 		t.Fatalf("no annotations: %v", err)
 	}
 	for name, bad := range map[string]map[string]string{
-		"no version":        {AnnotationRepository: "acme/auth"},
+		"no version":        {AnnotationRepository: "acme/auth", AnnotationDigest: pin},
+		"no digest":         {AnnotationRepository: "acme/auth", AnnotationVersion: "1.0.0"},
+		"a digest by tag":   {AnnotationRepository: "acme/auth", AnnotationVersion: "1.0.0", AnnotationDigest: "latest"},
 		"no repository":     {AnnotationVersion: "1.0.0"},
 		"not owner/name":    {AnnotationRepository: "acme", AnnotationVersion: "1.0.0"},
 		"three parts":       {AnnotationRepository: "acme/auth/x", AnnotationVersion: "1.0.0"},
@@ -77,7 +80,7 @@ func FuzzRolloutOf(f *testing.F) {
 	f.Add("", "", "")
 	f.Add("a/b/c", "v1", "http://")
 	f.Fuzz(func(t *testing.T, repo, version, url string) {
-		r, err := RolloutOf(map[string]string{AnnotationRepository: repo, AnnotationVersion: version, AnnotationURL: url})
+		r, err := RolloutOf(map[string]string{AnnotationRepository: repo, AnnotationVersion: version, AnnotationDigest: pin, AnnotationURL: url})
 		if err == nil && (r.Repository.String() != repo || r.Version != version || r.URL != url) {
 			t.Fatalf("%q %q %q read as %+v", repo, version, url, r)
 		}
