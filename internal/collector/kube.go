@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,7 +63,7 @@ func (k *Kube) Facts(ctx context.Context) (Facts, error) {
 		return k.Client.CoreV1().PersistentVolumes().List(ctx, opts)
 	}, func(obj runtime.Object) {
 		volumes = append(volumes, VolumeOf(obj.(*corev1.PersistentVolume)))
-	})
+	}, func() { volumes = nil })
 	if err != nil {
 		return Facts{}, fmt.Errorf("list PersistentVolumes: %w", err)
 	}
@@ -72,7 +73,7 @@ func (k *Kube) Facts(ctx context.Context) (Facts, error) {
 		if c := ClaimOf(obj.(*corev1.PersistentVolumeClaim)); c.Volume != "" {
 			claims = append(claims, c)
 		}
-	})
+	}, func() { claims = nil })
 	if err != nil {
 		return Facts{}, fmt.Errorf("list PersistentVolumeClaims: %w", err)
 	}
@@ -82,7 +83,7 @@ func (k *Kube) Facts(ctx context.Context) (Facts, error) {
 		if p, ok := PlacementOf(obj.(*corev1.Pod)); ok {
 			facts.Placements = append(facts.Placements, p)
 		}
-	})
+	}, func() { facts.Placements = nil })
 	if err != nil {
 		return Facts{}, fmt.Errorf("list pods: %w", err)
 	}
@@ -90,16 +91,27 @@ func (k *Kube) Facts(ctx context.Context) (Facts, error) {
 	return Normalize(facts), nil
 }
 
-// each pages through a list with Limit/Continue; client-go's pager falls back
-// to a full list when a continue token expires mid-way.
-func (k *Kube) each(ctx context.Context, opts metav1.ListOptions, list func(metav1.ListOptions) (runtime.Object, error), keep func(runtime.Object)) error {
+// each pages through a list with Limit/Continue, handing each item to keep.
+// client-go's pager hands items page by page and, unlike its List, gives up
+// when a continue token expires (an etcd compaction mid-way, 410): the list
+// is then made once more from its start, after reset has dropped what keep
+// was handed.
+func (k *Kube) each(ctx context.Context, opts metav1.ListOptions, list func(metav1.ListOptions) (runtime.Object, error), keep func(runtime.Object), reset func()) error {
 	p := pager.New(pager.SimplePageFunc(list))
 	p.PageSize = k.PageSize
 	if p.PageSize <= 0 {
 		p.PageSize = DefaultPageSize
 	}
-	return p.EachListItem(ctx, opts, func(obj runtime.Object) error {
-		keep(obj)
-		return nil
-	})
+	walk := func() error {
+		return p.EachListItem(ctx, opts, func(obj runtime.Object) error {
+			keep(obj)
+			return nil
+		})
+	}
+	err := walk()
+	if apierrors.IsResourceExpired(err) {
+		reset()
+		err = walk()
+	}
+	return err
 }
