@@ -112,6 +112,11 @@ status:
 		t.Fatalf("/flux answered %d", code)
 	}
 	eventually("the prompted pass", func() bool { return passes() > before })
+	// Passes never overlap: once one more prompted pass has read GitHub,
+	// the forged event's pass has finished, writes and all.
+	prompted := passes()
+	post(`{}`)
+	eventually("a pass after it", func() bool { return passes() > prompted })
 	if n := len(statuses()); n != 2 || fake.CallsMatching("POST", "/statuses") != 1 {
 		t.Fatalf("a forged event wrote: %+v", statuses())
 	}
