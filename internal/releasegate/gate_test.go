@@ -11,8 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/server"
@@ -567,4 +570,37 @@ func (c *readCounter) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += n
 	return n, err
+}
+
+// The gate's grant writes ConfigMaps in its own namespace alone, where its
+// records are: an Application's inputs are never its to write.
+func TestTheGrantWritesConfigMapsOnlyInTheGatesNamespace(t *testing.T) {
+	cp := testenv.Shared(t)
+	kube, err := kubernetes.NewForConfig(grant(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	authApp(ns).apply(t, cp)
+	ctx := context.Background()
+	inputs, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "auth-release-gate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the gate cannot read the inputs: %v", err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, inputs, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the gate updated an Application's inputs: %v", err)
+	}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, other, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the gate created a ConfigMap in %s: %v", ns, err)
+	}
+	own := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ns + ".grant-check", Namespace: gateNS}}
+	created, err := kube.CoreV1().ConfigMaps(gateNS).Create(ctx, own, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the gate cannot create a record: %v", err)
+	}
+	t.Cleanup(func() { _ = cp.Kube.CoreV1().ConfigMaps(gateNS).Delete(context.Background(), created.Name, metav1.DeleteOptions{}) })
+	if _, err := kube.CoreV1().ConfigMaps(gateNS).Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("the gate cannot update a record: %v", err)
+	}
 }
