@@ -106,9 +106,10 @@ func (g *Gate) Routes(mux *http.ServeMux) {
 }
 
 // Ready is ready once the gate has reached the API server and knows
-// Flagger's pods.
+// Flagger's pods. A watch that cannot list them again leaves it ready, as a
+// later outage of the API server does: each question is then answered 503.
 func (g *Gate) Ready(ctx context.Context) error {
-	if _, err := g.callers.FlaggerPods(); err != nil {
+	if _, err := g.callers.FlaggerPods(); err != nil && !errors.Is(err, ErrCallersStale) {
 		return fmt.Errorf("the pods of Flagger are not known yet: %w", err)
 	}
 	if g.reached.Load() {

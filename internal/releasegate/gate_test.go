@@ -599,7 +599,9 @@ func TestTheGrantWritesConfigMapsOnlyInTheGatesNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the gate cannot create a record: %v", err)
 	}
-	t.Cleanup(func() { _ = cp.Kube.CoreV1().ConfigMaps(gateNS).Delete(context.Background(), created.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cp.Kube.CoreV1().ConfigMaps(gateNS).Delete(context.Background(), created.Name, metav1.DeleteOptions{})
+	})
 	if _, err := kube.CoreV1().ConfigMaps(gateNS).Update(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("the gate cannot update a record: %v", err)
 	}

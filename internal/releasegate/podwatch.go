@@ -12,7 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -28,7 +29,19 @@ type PodWatch struct {
 
 	mu      sync.Mutex
 	lastErr error
+	// broken is set when a list of the watch failed after it had listed
+	// once; brokenAt is the version it had synced to then. Until the watch
+	// syncs to another, what it holds may be long gone. A list that succeeds
+	// later syncs to the cluster's latest version, which every write in the
+	// cluster (a node's lease, every few seconds) moves on.
+	broken   bool
+	brokenAt string
 }
+
+// ErrCallersStale is the error FlaggerPods gives while the watch cannot
+// list Flagger's pods again: the pods it last saw may no longer be Flagger's,
+// and their addresses may be another pod's.
+var ErrCallersStale = errors.New("the watch of Flagger's pods cannot list them")
 
 var _ Callers = (*PodWatch)(nil)
 
@@ -36,14 +49,33 @@ var _ Callers = (*PodWatch)(nil)
 // until ctx ends; client-go's messages about the watch go to logger. It
 // needs list and watch on pods in that namespace alone.
 func (k *Kube) WatchPods(ctx context.Context, namespace string, selector labels.Selector, logger *slog.Logger) *PodWatch {
-	informer := coreinformers.NewFilteredPodInformer(k.kube, namespace, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = selector.String() })
+	pods := k.kube.CoreV1().Pods(namespace)
+	return watchPods(ctx, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector.String()
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector.String()
+			return pods.Watch(ctx, o)
+		},
+	}, namespace, selector, logger)
+}
+
+func watchPods(ctx context.Context, lw cache.ListerWatcher, namespace string, selector labels.Selector, logger *slog.Logger) *PodWatch {
+	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
 	w := &PodWatch{namespace: namespace, selector: selector, informer: informer}
 	// The failure is kept for the error FlaggerPods gives until the first
 	// list, and logged as client-go logs it; the informer retries on its own.
+	// client-go calls it when a list fails, not when a watch merely ends:
+	// after the first list, it marks what the watch holds as stale until it
+	// syncs again.
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		w.mu.Lock()
 		w.lastErr = err
+		if w.informer.HasSynced() && !w.broken {
+			w.broken, w.brokenAt = true, w.informer.LastSyncResourceVersion()
+		}
 		w.mu.Unlock()
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
@@ -55,16 +87,22 @@ func (k *Kube) WatchPods(ctx context.Context, namespace string, selector labels.
 }
 
 // FlaggerPods returns the watched pods; an error until the watch has listed
-// them once.
+// them once, and ErrCallersStale while it cannot list them again.
 func (w *PodWatch) FlaggerPods() ([]Pod, error) {
+	w.mu.Lock()
 	if !w.informer.HasSynced() {
-		w.mu.Lock()
 		defer w.mu.Unlock()
 		if w.lastErr != nil {
 			return nil, fmt.Errorf("the watch of pods %s in %s has not listed them: %w", w.selector, w.namespace, w.lastErr)
 		}
 		return nil, errors.New("the watch of pods " + w.selector.String() + " in " + w.namespace + " has not listed them yet")
 	}
+	if w.broken && w.informer.LastSyncResourceVersion() == w.brokenAt {
+		defer w.mu.Unlock()
+		return nil, fmt.Errorf("%w (pods %s in %s): %w", ErrCallersStale, w.selector, w.namespace, w.lastErr)
+	}
+	w.broken = false
+	w.mu.Unlock()
 	objs := w.informer.GetStore().List()
 	out := make([]Pod, 0, len(objs))
 	for _, o := range objs {

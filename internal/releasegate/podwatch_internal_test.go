@@ -1,0 +1,76 @@
+package releasegate
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+// Once the watch of Flagger's pods is refused after it listed them (its
+// Role taken away, say), the pods it holds admit no one: their addresses may
+// be other pods' by now. A list that succeeds again restores it.
+func TestAWatchThatCannotListAgainAdmitsNoOne(t *testing.T) {
+	cp := testenv.Shared(t)
+	ns := cp.Namespace(t)
+	ctx := t.Context()
+	flaggerPod := func(name string) {
+		t.Helper()
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "flagger"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "flagger", Image: "flagger"}}},
+		}
+		if _, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flaggerPod("flagger-0")
+	sel := labels.SelectorFromSet(labels.Set{"app": "flagger"})
+	pods := cp.Kube.CoreV1().Pods(ns)
+	var refused atomic.Bool
+	refused.Store(true)
+	w := watchPods(ctx, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = sel.String()
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			if refused.Load() {
+				return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("the Role is gone"))
+			}
+			o.LabelSelector = sel.String()
+			return pods.Watch(ctx, o)
+		},
+	}, ns, sel, nil)
+
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened", what)
+			}
+		}
+	}
+	eventually("the watch read as stale once refused", func() bool {
+		_, err := w.FlaggerPods()
+		return errors.Is(err, ErrCallersStale)
+	})
+	refused.Store(false)
+	flaggerPod("flagger-1") // a write moves the cluster's version on
+	eventually("the watch listing the pods again", func() bool {
+		got, err := w.FlaggerPods()
+		return err == nil && len(got) == 2
+	})
+}
