@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -105,7 +107,7 @@ func New(opts ...Option) *Prober {
 		o(p)
 	}
 	if p.dial == nil {
-		p.dial = (&net.Dialer{Timeout: p.timeout, KeepAlive: 30 * time.Second}).DialContext
+		p.dial = ServiceDial(&net.Dialer{Timeout: p.timeout, KeepAlive: 30 * time.Second}, net.DefaultResolver)
 	}
 	p.client = &http.Client{
 		Transport: &http.Transport{
@@ -120,6 +122,45 @@ func New(opts ...Option) *Prober {
 		CheckRedirect: neverFollow,
 	}
 	return p
+}
+
+// ServiceDial dials a Canary service by its cluster name as written, never
+// as something else: the name is looked up rooted, so no search domain of
+// the pod's resolver (the node's own, say, with a wildcard record) can
+// answer for it, and a name that is an alias (an ExternalName Service put in
+// the Canary service's place) is refused, so the gate's requests never leave
+// for wherever the alias points.
+func ServiceDial(dialer *net.Dialer, resolver *net.Resolver) DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			return dialer.DialContext(ctx, network, addr)
+		}
+		rooted := strings.TrimSuffix(host, ".") + "."
+		canonical, err := resolver.LookupCNAME(ctx, rooted)
+		if err != nil {
+			return nil, fmt.Errorf("look %s up: %w", host, err)
+		}
+		if !strings.EqualFold(canonical, rooted) {
+			return nil, fmt.Errorf("%s is an alias of %s, not a service of the cluster", host, canonical)
+		}
+		ips, err := resolver.LookupNetIP(ctx, "ip", rooted)
+		if err != nil {
+			return nil, fmt.Errorf("look %s up: %w", host, err)
+		}
+		var errs []error
+		for _, ip := range ips {
+			conn, err := dialer.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+			if err == nil {
+				return conn, nil
+			}
+			errs = append(errs, err)
+		}
+		return nil, errors.Join(errs...)
+	}
 }
 
 // neverFollow hands a redirect back as the answer: a redirect is the member
