@@ -30,6 +30,7 @@ type Garage interface {
 // KeySummary is one of Garage's keys as ListKeys names it.
 type KeySummary struct {
 	ID, Name string
+	Expired  bool
 }
 
 // Bucket is a bucket and every key's permissions on it.

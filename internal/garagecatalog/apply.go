@@ -180,6 +180,9 @@ func (a *Applier) keyFacts(ctx context.Context, k Key, path string) (KeyFacts, e
 	for _, key := range keys {
 		if key.Name == k.Project {
 			facts.Named = append(facts.Named, key.ID)
+			if key.Expired {
+				facts.Expired = append(facts.Expired, key.ID)
+			}
 		}
 	}
 	return facts, nil

@@ -152,15 +152,16 @@ func (g *GarageV2) GetKeyInfo(ctx context.Context, id string) (Credentials, bool
 // ListKeys implements Garage.
 func (g *GarageV2) ListKeys(ctx context.Context) ([]KeySummary, error) {
 	var items []struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
+		ID      string `json:"id"`
+		Name    string `json:"name"`
+		Expired bool   `json:"expired"`
 	}
 	if err := g.call(ctx, http.MethodGet, "ListKeys", nil, nil, &items); err != nil {
 		return nil, err
 	}
 	keys := make([]KeySummary, len(items))
 	for i, it := range items {
-		keys[i] = KeySummary{ID: it.ID, Name: it.Name}
+		keys[i] = KeySummary{ID: it.ID, Name: it.Name, Expired: it.Expired}
 	}
 	return keys, nil
 }

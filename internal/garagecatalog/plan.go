@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -117,9 +118,9 @@ type KeyFacts struct {
 	// Held is Garage's key with the document's id; nil when Garage lacks it.
 	// Only read when Document is set.
 	Held *Credentials
-	// Named are the ids of Garage's keys named for the Project. Only read
-	// when Document is nil.
-	Named []string
+	// Named are the ids of Garage's keys named for the Project, and Expired
+	// those of them Garage says have expired. Only read when Document is nil.
+	Named, Expired []string
 }
 
 // KeyDecision is the action and, for KeyWriteDown, the key to write down.
@@ -144,6 +145,12 @@ func DecideKey(f KeyFacts) (KeyDecision, error) {
 	case 0:
 		return KeyDecision{Action: KeyMint}, nil
 	case 1:
+		if slices.Contains(f.Expired, f.Named[0]) {
+			// Written down, it would hand the Project a key that no longer
+			// signs in, and the run would say all is well.
+			return KeyDecision{}, fmt.Errorf("garage's key %s named %s has expired and Vault holds none: renew it in Garage, or write a key to Vault by hand",
+				f.Named[0], f.Project)
+		}
 		return KeyDecision{Action: KeyWriteDown, KeyID: f.Named[0]}, nil
 	default:
 		return KeyDecision{}, fmt.Errorf("garage holds %d keys named %s (%s) and Vault none: write the one in use to Vault by hand",

@@ -30,6 +30,8 @@ func TestDecideKey(t *testing.T) {
 			KeyFacts{Project: "p", Document: &docKey, Held: &docKey, Named: []string{"GKx", "GKy"}}, KeyDecision{Action: KeyKeep, KeyID: docKey.AccessKeyID}, ""},
 		{"no document and one key under the Project's name: it is written down",
 			KeyFacts{Project: "p", Named: []string{"GKone"}}, KeyDecision{Action: KeyWriteDown, KeyID: "GKone"}, ""},
+		{"one key named for the Project, expired: refused, never handed out",
+			KeyFacts{Project: "p", Named: []string{"GKone"}, Expired: []string{"GKone"}}, KeyDecision{}, "GKone named p has expired"},
 		{"no document and no key under the Project's name: one is minted",
 			KeyFacts{Project: "p"}, KeyDecision{Action: KeyMint}, ""},
 		{"no document and two keys under the Project's name: the run does not guess",
