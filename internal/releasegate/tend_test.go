@@ -488,11 +488,7 @@ func TestARoundStartsBeforeItWarms(t *testing.T) {
 // tick meanwhile: the round goes by when the Promoted condition changed, and
 // neither holds the release nor undoes its migration.
 func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
-	cp := testenv.Own(t)
-	kube, err := releasegate.NewKube(grant(t, cp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, tender, logs := ownTender(t)
 	ns := cp.Namespace(t)
 	hourAgo := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
 	a := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
@@ -502,13 +498,7 @@ func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
 		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
 			Pinned: rev, Since: &hourAgo, Migrated: rev}}
 	a.apply(t, cp)
-	logs := &testenv.LogBuffer{}
-	tender := releasegate.NewTender(kube, gateNS, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
-		return probe.Warmup{}, nil
-	}), slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
-	if err := tender.Round(context.Background()); err != nil {
-		t.Fatalf("round: %v\n%s", err, logs)
-	}
+	round(t, tender, logs)
 	if strings.Contains(logs.String(), `"msg":"release held"`) {
 		t.Errorf("held for a failure from before the revision:\n%s", logs)
 	}
@@ -522,24 +512,14 @@ func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
 // the ConfigMaps the copies take their environment from, and records the
 // revision as serving only once Flagger's copy holds what the member's does.
 func TestARoundComparesTheConfigMapsOfTheCopies(t *testing.T) {
-	cp := testenv.Own(t)
-	kube, err := releasegate.NewKube(grant(t, cp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, tender, logs := ownTender(t)
 	ns := cp.Namespace(t)
 	a := &app{ns: ns, name: "auth",
 		members: []member{{process: "auth-api", phase: "Succeeded", applied: "api-1", promoted: "api-1", image: "api:1", primaryImage: "api:1",
 			envConfig: "full", primaryEnvConfig: "lite"}},
 		record: &releasegate.Record{Namespace: ns, Application: "auth", Serving: prevRev, Primaries: digestsOf("auth-api", "api-1")}}
 	a.apply(t, cp)
-	logs := &testenv.LogBuffer{}
-	tender := releasegate.NewTender(kube, gateNS, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
-		return probe.Warmup{}, nil
-	}), slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
-	if err := tender.Round(context.Background()); err != nil {
-		t.Fatalf("round: %v\n%s", err, logs)
-	}
+	round(t, tender, logs)
 	if rec, _ := readRecord(t, cp, ns, "auth"); rec.Serving != prevRev || rec.Pinned != rev {
 		t.Fatalf("serving %q pinned %q before Flagger promoted the ConfigMap\n%s", rec.Serving, rec.Pinned, logs)
 	}
@@ -551,10 +531,31 @@ func TestARoundComparesTheConfigMapsOfTheCopies(t *testing.T) {
 	if _, err := cp.Kube.CoreV1().ConfigMaps(ns).Update(t.Context(), primaryEnv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tender.Round(context.Background()); err != nil {
-		t.Fatalf("round: %v\n%s", err, logs)
-	}
+	round(t, tender, logs)
 	if rec, _ := readRecord(t, cp, ns, "auth"); rec.Serving != rev || rec.Pinned != "" {
 		t.Fatalf("serving %q pinned %q once Flagger's copy holds the member's\n%s", rec.Serving, rec.Pinned, logs)
+	}
+}
+
+// ownTender is a control plane of the test's own, so its rounds meet no other
+// test's Applications, and a Tender on it under the gate's grant whose
+// warmups request nothing.
+func ownTender(t *testing.T) (*testenv.ControlPlane, *releasegate.Tender, *testenv.LogBuffer) {
+	t.Helper()
+	cp := testenv.Own(t)
+	kube, err := releasegate.NewKube(grant(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testenv.LogBuffer{}
+	warmer := warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil })
+	return cp, releasegate.NewTender(kube, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now), logs
+}
+
+// round runs one round, failing the test when it fails.
+func round(t *testing.T, tender *releasegate.Tender, logs *testenv.LogBuffer) {
+	t.Helper()
+	if err := tender.Round(context.Background()); err != nil {
+		t.Fatalf("round: %v\n%s", err, logs)
 	}
 }
