@@ -93,6 +93,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		return 2
 	}
 	rounds := &periodic.Loop{Interval: releasegate.RoundInterval, Pass: tender.Round, Logger: logger, Name: "round"}
+	tender.OnWarmupDone(rounds.Prompt)
 	routes := func(mux *http.ServeMux) {
 		gate.Routes(mux)
 		mux.Handle("GET /metrics", metrics)

@@ -31,7 +31,7 @@ func CheckGateNamespace(namespace string) error {
 	return nil
 }
 
-// warmupsAtOnce bounds the warmups one round runs side by side.
+// warmupsAtOnce bounds the warmups that run side by side.
 const warmupsAtOnce = 4
 
 // ErrConflict is a write refused because the object changed since it was
@@ -112,6 +112,23 @@ type Tender struct {
 	mu    sync.Mutex
 	last  RoundResult
 	cache releaseCache
+
+	warmups warmups
+}
+
+// warmups run beside the rounds: one takes as long as its requests take (up
+// to 10 s each), and no round waits for it. A round starts the warmup of a
+// revision that serves and is not warmed; a later round writes its verdict.
+type warmups struct {
+	mu sync.Mutex
+	// running and done are keyed by namespace/application@revision.
+	running map[string]bool
+	done    map[string]WarmupRecord
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	// finished, when set, is called as each warmup ends, to bring the round
+	// that writes its verdict forward.
+	finished func()
 }
 
 // NewTender builds the rounds: records in namespace, warmups through warmer.
@@ -122,8 +139,14 @@ func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slo
 	if now == nil {
 		now = time.Now
 	}
-	return &Tender{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now}
+	return &Tender{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now,
+		warmups: warmups{running: map[string]bool{}, done: map[string]WarmupRecord{}, slots: make(chan struct{}, warmupsAtOnce)}}
 }
+
+// OnWarmupDone has prompt called as each warmup ends, so the round that
+// writes its verdict comes at once rather than on the next tick. It is set
+// before the rounds run.
+func (t *Tender) OnWarmupDone(prompt func()) { t.warmups.finished = prompt }
 
 // Tended is what one round did and found for one Application.
 type Tended struct {
@@ -310,53 +333,72 @@ func (t *Tender) Round(ctx context.Context) error {
 			plans[i] = Tend(views[i])
 		}
 	}
-	// Starts and undos act on what the round read, so they come before the
-	// warmups, which can take seconds each; a plan warms or starts, never
-	// both, and one that warms acts once its verdict is in.
+	// A warmup runs beside the rounds; the plan of a revision whose warmup
+	// has ended takes its verdict onto the record.
 	out := make([]Tended, len(s.inputs))
-	for _, warming := range []bool{false, true} {
-		if warming {
-			t.warmAll(ctx, plans)
+	wanted := map[string]bool{}
+	for i := range s.inputs {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		for i := range s.inputs {
-			if (plans[i].Warm != nil) != warming {
-				continue
+		if w := plans[i].Warm; w != nil {
+			key := views[i].Namespace + "/" + views[i].Application + "@" + w.Revision
+			wanted[key] = true
+			if verdict, ok := t.warmupOf(ctx, key, w); ok {
+				plans[i].Record.Warmup = &verdict
+				plans[i].Write = true
 			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			out[i] = t.act(ctx, s, views[i], plans[i])
 		}
+		out[i] = t.act(ctx, s, views[i], plans[i])
 	}
+	t.warmups.forget(wanted)
 	t.mu.Lock()
 	t.last = RoundResult{Tended: t.now(), Applications: out}
 	t.mu.Unlock()
 	return nil
 }
 
-// warmAll runs the round's warmups, a few side by side, and puts each
-// verdict into its plan's record.
-func (t *Tender) warmAll(ctx context.Context, plans []Plan) {
-	sem := make(chan struct{}, warmupsAtOnce)
-	var wg sync.WaitGroup
-	for i := range plans {
-		w := plans[i].Warm
-		if w == nil {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			verdict, ok := t.warm(ctx, w)
-			if ok {
-				plans[i].Record.Warmup = &verdict
-				plans[i].Write = true
-			}
-		}()
+// warmupOf is the verdict of the warmup of key when it has ended, and
+// otherwise starts it, unless it is running.
+func (t *Tender) warmupOf(ctx context.Context, key string, w *Warm) (WarmupRecord, bool) {
+	ws := &t.warmups
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if verdict, ok := ws.done[key]; ok {
+		delete(ws.done, key)
+		return verdict, true
 	}
-	wg.Wait()
+	if ws.running[key] {
+		return WarmupRecord{}, false
+	}
+	ws.running[key] = true
+	ws.wg.Go(func() {
+		ws.slots <- struct{}{}
+		verdict, ok := t.warm(ctx, w)
+		<-ws.slots
+		ws.mu.Lock()
+		delete(ws.running, key)
+		if ok {
+			ws.done[key] = verdict
+		}
+		ws.mu.Unlock()
+		if ok && ws.finished != nil {
+			ws.finished()
+		}
+	})
+	return WarmupRecord{}, false
+}
+
+// forget drops the verdicts no round asks for any more: the Application
+// moved on before its warmup ended.
+func (ws *warmups) forget(wanted map[string]bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for key := range ws.done {
+		if !wanted[key] {
+			delete(ws.done, key)
+		}
+	}
 }
 
 // warm requests the paths through each host, host after host, stopping at

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,32 +146,6 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 		}
 	}
 
-	// Serving: recorded with Flagger's digests and warmed up once through
-	// every host of every member.
-	rec, ok := readRecord(t, cp, nsA, "auth")
-	if !ok || rec.Serving != rev || rec.Pinned != "" || rec.Primaries["auth-api"] != "api-2" || rec.Warmup == nil || !rec.Warmup.Warmed {
-		t.Fatalf("the serving Application's record: %+v %+v\n%s", rec, rec.Warmup, logs)
-	}
-	for _, hp := range []string{"auth.example.com/", "auth.example.com/api", "id.example.com/"} {
-		if e.hit(hp) != 1 {
-			t.Errorf("warmup requested %s %d times, want once", hp, e.hit(hp))
-		}
-	}
-	if w := logEntries(t, logs.String(), nsA, "warmup"); len(w) != 3 {
-		t.Errorf("warmup log lines: %v", w)
-	}
-	// A 5xx stops the warmup, and the record keeps what it met.
-	docs, _ := readRecord(t, cp, nsA, "docs")
-	if w := docs.Warmup; docs.Serving != rev || w == nil || w.Warmed || w.Failed == nil ||
-		w.Failed.Request != "docs.example.com/broken" || w.Failed.Status != http.StatusBadGateway || e.hit("docs.example.com/after") != 0 {
-		t.Errorf("a failing warmup's record: %+v %+v", docs, docs.Warmup)
-	}
-	// No public host reaches it: warmed without a request.
-	wiki, _ := readRecord(t, cp, nsA, "wiki")
-	if w := wiki.Warmup; w == nil || !w.Warmed || w.Failed != nil || e.hit("wiki.private.example.com/") != 0 {
-		t.Errorf("an Application no public host reaches: %+v", wiki.Warmup)
-	}
-
 	// Inputs that do not parse: that Application is unanswerable, the round
 	// went on.
 	if u := logEntries(t, logs.String(), nsA, "application unanswerable"); len(u) != 1 || u[0]["application"] != "billing" ||
@@ -229,6 +204,36 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 	}
 	if !errors.Is(kube.StartJob(context.Background(), releasegate.JobStart{Namespace: nsE, Name: "shop-migration-" + tag, ResourceVersion: "1", UID: "x"}), releasegate.ErrConflict) {
 		t.Error("a patch naming another version was not refused as a conflict")
+	}
+
+	// The warmups ran beside the round; the next round writes their
+	// verdicts.
+	tender.WaitWarmups()
+	round(t, tender, logs)
+	// Serving: recorded with Flagger's digests and warmed up once through
+	// every host of every member.
+	rec, ok := readRecord(t, cp, nsA, "auth")
+	if !ok || rec.Serving != rev || rec.Pinned != "" || rec.Primaries["auth-api"] != "api-2" || rec.Warmup == nil || !rec.Warmup.Warmed {
+		t.Fatalf("the serving Application's record: %+v %+v\n%s", rec, rec.Warmup, logs)
+	}
+	for _, hp := range []string{"auth.example.com/", "auth.example.com/api", "id.example.com/"} {
+		if e.hit(hp) != 1 {
+			t.Errorf("warmup requested %s %d times, want once", hp, e.hit(hp))
+		}
+	}
+	if w := logEntries(t, logs.String(), nsA, "warmup"); len(w) != 3 {
+		t.Errorf("warmup log lines: %v", w)
+	}
+	// A 5xx stops the warmup, and the record keeps what it met.
+	docs, _ := readRecord(t, cp, nsA, "docs")
+	if w := docs.Warmup; docs.Serving != rev || w == nil || w.Warmed || w.Failed == nil ||
+		w.Failed.Request != "docs.example.com/broken" || w.Failed.Status != http.StatusBadGateway || e.hit("docs.example.com/after") != 0 {
+		t.Errorf("a failing warmup's record: %+v %+v", docs, docs.Warmup)
+	}
+	// No public host reaches it: warmed without a request.
+	wiki, _ := readRecord(t, cp, nsA, "wiki")
+	if w := wiki.Warmup; w == nil || !w.Warmed || w.Failed != nil || e.hit("wiki.private.example.com/") != 0 {
+		t.Errorf("an Application no public host reaches: %+v", wiki.Warmup)
 	}
 
 	checkMetrics(t, cp, tender, nsB, nsD)
@@ -446,9 +451,10 @@ func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (probe.Warm
 	return f(ctx, hosts, paths)
 }
 
-// A round's starts act on what the round read, before its warmups, which can
-// take seconds each: no migration waits on another Application's warmup.
-func TestARoundStartsBeforeItWarms(t *testing.T) {
+// A warmup runs beside the rounds: a round starts it and goes on without
+// waiting, so a slow warmup holds up no other Application, and a later round
+// writes its verdict. A warmup still running is not started twice.
+func TestWarmupsRunBesideTheRounds(t *testing.T) {
 	cp := testenv.Own(t)
 	kube, err := releasegate.NewKube(grant(t, cp))
 	if err != nil {
@@ -465,21 +471,36 @@ func TestARoundStartsBeforeItWarms(t *testing.T) {
 	serving.apply(t, cp)
 	proven.apply(t, cp)
 
-	var warmups int
-	var startedFirst bool
+	var warmups atomic.Int32
+	release := make(chan struct{})
 	warmer := warmerFunc(func(ctx context.Context, _, _ []string) (probe.Warmup, error) {
-		warmups++
-		j, err := cp.Kube.BatchV1().Jobs(nsC).Get(ctx, "shop-migration-"+tag, metav1.GetOptions{})
-		startedFirst = err == nil && j.Spec.Suspend != nil && !*j.Spec.Suspend
+		warmups.Add(1)
+		<-release
 		return probe.Warmup{Requests: 1}, nil
 	})
 	logs := &testenv.LogBuffer{}
 	tender := releasegate.NewTender(kube, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
-	if err := tender.Round(context.Background()); err != nil {
-		t.Fatalf("round: %v\n%s", err, logs)
+	var prompted atomic.Int32
+	tender.OnWarmupDone(func() { prompted.Add(1) })
+	round(t, tender, logs)
+	if suspended(t, cp, nsC, "shop-migration-"+tag) {
+		t.Fatalf("the round waited on a warmup before starting a migration\n%s", logs)
 	}
-	if warmups != 1 || !startedFirst {
-		t.Fatalf("%d warmups; the migration started before the warmup: %v\n%s", warmups, startedFirst, logs)
+	round(t, tender, logs)
+	close(release)
+	tender.WaitWarmups()
+	if n := warmups.Load(); n != 1 || prompted.Load() != 1 {
+		t.Fatalf("%d warmups, %d prompts: one of each wanted", n, prompted.Load())
+	}
+	if rec, _ := readRecord(t, cp, nsA, "docs"); rec.Warmup != nil && rec.Warmup.Revision == rev {
+		t.Fatalf("a verdict was written before a round took it: %+v", rec.Warmup)
+	}
+	round(t, tender, logs)
+	if rec, _ := readRecord(t, cp, nsA, "docs"); rec.Warmup == nil || rec.Warmup.Revision != rev || !rec.Warmup.Warmed {
+		t.Fatalf("the next round did not write the verdict: %+v\n%s", rec.Warmup, logs)
+	}
+	if w := logEntries(t, logs.String(), nsA, "warmup"); len(w) != 1 {
+		t.Errorf("warmup log lines: %v", w)
 	}
 }
 
