@@ -17,7 +17,7 @@ VAULT_VERSION=v1.21.0
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 GOLANGCI_LINT_VERSION=v2.15.0
 
-CACHE="${DELIVERY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/delivery}"
+CACHE="${DELIVERY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/delivery}"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 say() { printf '[test-binaries] %s\n' "$*" >&2; }
