@@ -377,22 +377,24 @@ func unpack(ctx context.Context, r io.Reader, dir string) (int, error) {
 // folder to another parent rewrites its "..", which takes write permission
 // on the folder itself unless run as root; a read-only folder is made
 // writable for the move and given its mode back after.
-func publish(src, dst string) error {
+// moved says whether src is at dst, whatever the error.
+func publish(src, dst string) (moved bool, err error) {
 	info, err := os.Lstat(src)
 	if err != nil {
-		return err
+		return false, err
 	}
 	mode := info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 	if !info.IsDir() || mode&0o200 != 0 {
-		return renameNoReplace(src, dst)
+		err := renameNoReplace(src, dst)
+		return err == nil, err
 	}
 	if err := os.Chmod(src, mode|0o200); err != nil { //nolint:gosec // the owner's write bit, for the move alone
-		return err
+		return false, err
 	}
 	if err := renameNoReplace(src, dst); err != nil {
-		return errors.Join(err, os.Chmod(src, mode))
+		return false, errors.Join(err, os.Chmod(src, mode))
 	}
-	return os.Chmod(dst, mode)
+	return true, os.Chmod(dst, mode)
 }
 
 // renameNoReplace renames src to dst unless a name is at dst, in one step
@@ -475,18 +477,24 @@ func moveInto(work, target string) error {
 		if beforePublish != nil {
 			beforePublish(e.Name())
 		}
-		if err := publish(filepath.Join(work, e.Name()), filepath.Join(target, e.Name())); err != nil {
-			err = fmt.Errorf("publish %s: %w", e.Name(), err)
-			if errors.Is(err, fs.ErrExist) {
-				err = fmt.Errorf("%w; restore into a folder nothing else writes to", err)
-			}
-			for _, done := range entries[:i] {
-				if uerr := publish(filepath.Join(target, done.Name()), filepath.Join(work, done.Name())); uerr != nil {
-					err = errors.Join(err, fmt.Errorf("take %s back out of %s: %w", done.Name(), target, uerr))
-				}
-			}
-			return err
+		moved, err := publish(filepath.Join(work, e.Name()), filepath.Join(target, e.Name()))
+		if err == nil {
+			continue
 		}
+		err = fmt.Errorf("publish %s: %w", e.Name(), err)
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%w; restore into a folder nothing else writes to", err)
+		}
+		published := entries[:i]
+		if moved {
+			published = entries[:i+1]
+		}
+		for _, done := range published {
+			if _, uerr := publish(filepath.Join(target, done.Name()), filepath.Join(work, done.Name())); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("take %s back out of %s: %w", done.Name(), target, uerr))
+			}
+		}
+		return err
 	}
 	return nil
 }

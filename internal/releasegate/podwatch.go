@@ -29,11 +29,10 @@ type PodWatch struct {
 
 	mu      sync.Mutex
 	lastErr error
-	// broken is set when a list of the watch failed after it had listed
-	// once; brokenAt is the version it had synced to then. Until the watch
-	// syncs to another, what it holds may be long gone. A list that succeeds
-	// later syncs to the cluster's latest version, which every write in the
-	// cluster (a node's lease, every few seconds) moves on.
+	// broken is set when the watch fails after it had listed once;
+	// brokenAt is the version it had synced to then. Until a list succeeds
+	// again, or the watch syncs to another version (an event, or a list
+	// made as a watch), what it holds may be long gone.
 	broken   bool
 	brokenAt string
 }
@@ -50,21 +49,32 @@ var _ Callers = (*PodWatch)(nil)
 // needs list and watch on pods in that namespace alone.
 func (k *Kube) WatchPods(ctx context.Context, namespace string, selector labels.Selector, logger *slog.Logger) *PodWatch {
 	pods := k.kube.CoreV1().Pods(namespace)
-	return watchPods(ctx, &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector.String()
-			return pods.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector.String()
-			return pods.Watch(ctx, o)
-		},
+	return watchPods(ctx, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		o.LabelSelector = selector.String()
+		return pods.List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = selector.String()
+		return pods.Watch(ctx, o)
 	}, namespace, selector, logger)
 }
 
-func watchPods(ctx context.Context, lw cache.ListerWatcher, namespace string, selector labels.Selector, logger *slog.Logger) *PodWatch {
-	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
-	w := &PodWatch{namespace: namespace, selector: selector, informer: informer}
+func watchPods(ctx context.Context, list cache.ListWithContextFunc, watchFrom cache.WatchFuncWithContext,
+	namespace string, selector labels.Selector, logger *slog.Logger) *PodWatch {
+	w := &PodWatch{namespace: namespace, selector: selector}
+	// A list that succeeds is news of the pods as they are: it ends a
+	// break, whatever version it is at.
+	listed := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		obj, err := list(ctx, o)
+		if err == nil {
+			w.mu.Lock()
+			w.broken = false
+			w.mu.Unlock()
+		}
+		return obj, err
+	}
+	informer := cache.NewSharedIndexInformer(listsFirst{&cache.ListWatch{ListWithContextFunc: listed, WatchFuncWithContext: watchFrom}},
+		&corev1.Pod{}, 0, cache.Indexers{})
+	w.informer = informer
 	// The failure is kept for the error FlaggerPods gives until the first
 	// list, and logged as client-go logs it; the informer retries on its own.
 	// client-go calls it when a list fails, not when a watch merely ends:
@@ -112,3 +122,11 @@ func (w *PodWatch) FlaggerPods() ([]Pod, error) {
 	}
 	return out, nil
 }
+
+// listsFirst has the informer list, then watch, rather than stream its list
+// through a watch (client-go's WatchList): a list that succeeds is then the
+// sign that the watch knows the pods again. Flagger's pods are a handful.
+type listsFirst struct{ *cache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector so.
+func (listsFirst) IsWatchListSemanticsUnSupported() bool { return true }

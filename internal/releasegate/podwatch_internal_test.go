@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -41,18 +40,19 @@ func TestAWatchThatCannotListAgainAdmitsNoOne(t *testing.T) {
 	pods := cp.Kube.CoreV1().Pods(ns)
 	var refused atomic.Bool
 	refused.Store(true)
-	w := watchPods(ctx, &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel.String()
-			return pods.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			if refused.Load() {
-				return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("the Role is gone"))
-			}
-			o.LabelSelector = sel.String()
-			return pods.Watch(ctx, o)
-		},
+	var listRefused atomic.Bool
+	w := watchPods(ctx, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		if listRefused.Load() {
+			return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("the Role is gone"))
+		}
+		o.LabelSelector = sel.String()
+		return pods.List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		if refused.Load() {
+			return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("the Role is gone"))
+		}
+		o.LabelSelector = sel.String()
+		return pods.Watch(ctx, o)
 	}, ns, sel, nil)
 
 	eventually := func(what string, ok func() bool) {
@@ -63,13 +63,23 @@ func TestAWatchThatCannotListAgainAdmitsNoOne(t *testing.T) {
 			}
 		}
 	}
+	if _, err := w.FlaggerPods(); err != nil && !errors.Is(err, ErrCallersStale) {
+		eventually("the first list", func() bool { _, err := w.FlaggerPods(); return err == nil || errors.Is(err, ErrCallersStale) })
+	}
+	listRefused.Store(true)
 	eventually("the watch read as stale once refused", func() bool {
 		_, err := w.FlaggerPods()
 		return errors.Is(err, ErrCallersStale)
 	})
+	// A list that succeeds ends it, though nothing in the cluster moved.
 	refused.Store(false)
-	flaggerPod("flagger-1") // a write moves the cluster's version on
+	listRefused.Store(false)
 	eventually("the watch listing the pods again", func() bool {
+		got, err := w.FlaggerPods()
+		return err == nil && len(got) == 1
+	})
+	flaggerPod("flagger-1")
+	eventually("the watch following the pods again", func() bool {
 		got, err := w.FlaggerPods()
 		return err == nil && len(got) == 2
 	})

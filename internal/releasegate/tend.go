@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -232,26 +233,37 @@ func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (
 	return s, nil
 }
 
-// readConfigs lists the ConfigMaps of namespace once a round; a list that
-// failed is not made again, its error kept in unread.
-func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespace string, unread map[string]error) error {
-	if _, ok := s.configs[namespace]; ok {
-		return nil
+// configListsAtOnce bounds the namespaces' ConfigMap lists a round makes side
+// by side.
+const configListsAtOnce = 8
+
+// readConfigs lists the ConfigMaps of each namespace, a few side by side,
+// into the snapshot, and returns the lists that failed.
+func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []string) map[string]error {
+	var mu sync.Mutex
+	unread := map[string]error{}
+	slots := make(chan struct{}, configListsAtOnce)
+	var wg sync.WaitGroup
+	for _, ns := range namespaces {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			cms, err := c.ConfigMapsIn(ctx, ns)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				unread[ns] = fmt.Errorf("list the ConfigMaps of %s: %w", ns, err)
+				return
+			}
+			byName := make(map[string]ConfigMap, len(cms))
+			for _, cm := range cms {
+				byName[cm.Name] = cm
+			}
+			s.configs[ns] = byName
+		})
 	}
-	if err, ok := unread[namespace]; ok {
-		return err
-	}
-	cms, err := c.ConfigMapsIn(ctx, namespace)
-	if err != nil {
-		unread[namespace] = fmt.Errorf("list the ConfigMaps of %s: %w", namespace, err)
-		return unread[namespace]
-	}
-	byName := make(map[string]ConfigMap, len(cms))
-	for _, cm := range cms {
-		byName[cm.Name] = cm
-	}
-	s.configs[namespace] = byName
-	return nil
+	wg.Wait()
+	return unread
 }
 
 // view joins what the snapshot holds of one Application.
@@ -318,14 +330,21 @@ func (t *Tender) Round(ctx context.Context) error {
 			s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
 		}
 		// A release that changes a ConfigMap alone leaves the pod template
-		// as it was: the copies are compared with the ConfigMaps they take
-		// their environment from too, as the barrier compares them.
-		unread := map[string]error{}
+		// as it was: a revision that may have come to serve has its copies
+		// compared with the ConfigMaps they take their environment from
+		// too, as the barrier compares them.
+		var namespaces []string
+		for i, o := range s.inputs {
+			if plans[i].ReadConfigs && !slices.Contains(namespaces, o.Namespace) {
+				namespaces = append(namespaces, o.Namespace)
+			}
+		}
+		unread := s.readConfigs(ctx, t.cluster, namespaces)
 		for i, o := range s.inputs {
 			if !plans[i].ReadDeployments {
 				continue
 			}
-			if err := s.readConfigs(ctx, t.cluster, o.Namespace, unread); err != nil {
+			if err := unread[o.Namespace]; err != nil && plans[i].ReadConfigs {
 				plans[i] = Plan{Unanswerable: err.Error()}
 				continue
 			}
@@ -337,21 +356,32 @@ func (t *Tender) Round(ctx context.Context) error {
 	// has ended takes its verdict onto the record.
 	out := make([]Tended, len(s.inputs))
 	wanted := map[string]bool{}
+	undecided := map[string]bool{}
 	for i := range s.inputs {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		app := views[i].Namespace + "/" + views[i].Application
+		var taken string
 		if w := plans[i].Warm; w != nil {
-			key := views[i].Namespace + "/" + views[i].Application + "@" + w.Revision
+			key := app + "@" + w.Revision
 			wanted[key] = true
 			if verdict, ok := t.warmupOf(ctx, key, w); ok {
 				plans[i].Record.Warmup = &verdict
 				plans[i].Write = true
+				taken = key
 			}
 		}
 		out[i] = t.act(ctx, s, views[i], plans[i])
+		switch {
+		case out[i].Unanswerable != "":
+			// Not decided this round: a verdict waiting for it waits on.
+			undecided[app] = true
+		case taken != "":
+			t.warmups.recorded(taken)
+		}
 	}
-	t.warmups.forget(wanted)
+	t.warmups.forget(wanted, undecided)
 	t.mu.Lock()
 	t.last = RoundResult{Tended: t.now(), Applications: out}
 	t.mu.Unlock()
@@ -365,7 +395,8 @@ func (t *Tender) warmupOf(ctx context.Context, key string, w *Warm) (WarmupRecor
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if verdict, ok := ws.done[key]; ok {
-		delete(ws.done, key)
+		// Kept until the record carries it: a write that fails takes it
+		// again next round, rather than warming the revision twice.
 		return verdict, true
 	}
 	if ws.running[key] {
@@ -381,21 +412,33 @@ func (t *Tender) warmupOf(ctx context.Context, key string, w *Warm) (WarmupRecor
 		if ok {
 			ws.done[key] = verdict
 		}
+		// One round brought forward for a batch of warmups, once the last
+		// of them ends; the ticks write the verdicts that end before it.
+		last := len(ws.running) == 0
 		ws.mu.Unlock()
-		if ok && ws.finished != nil {
+		if ok && last && ws.finished != nil {
 			ws.finished()
 		}
 	})
 	return WarmupRecord{}, false
 }
 
-// forget drops the verdicts no round asks for any more: the Application
-// moved on before its warmup ended.
-func (ws *warmups) forget(wanted map[string]bool) {
+// recorded drops a verdict the record now carries.
+func (ws *warmups) recorded(key string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	delete(ws.done, key)
+}
+
+// forget drops the verdicts no round asks for any more (the Application
+// moved on before its warmup ended), but not those of an Application the
+// round could not decide for.
+func (ws *warmups) forget(wanted, undecided map[string]bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for key := range ws.done {
-		if !wanted[key] {
+		app, _, _ := strings.Cut(key, "@")
+		if !wanted[key] && !undecided[app] {
 			delete(ws.done, key)
 		}
 	}
@@ -460,7 +503,7 @@ func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan
 		*job.field = job.start.Name
 		log.LogAttrs(ctx, slog.LevelInfo, job.what, slog.String("job", job.start.Name))
 	}
-	if w := p.Record.Warmup; w != nil && p.Warm != nil && w.Revision == p.Warm.Revision {
+	if w := p.Record.Warmup; w != nil && p.Warm != nil && w.Revision == p.Warm.Revision && p.Unanswerable == "" {
 		attrs := []slog.Attr{slog.String("revision", w.Revision), slog.Bool("warmed", w.Warmed)}
 		if w.Failed != nil {
 			attrs = append(attrs, slog.String("request", w.Failed.Request), slog.Int("status", w.Failed.Status))

@@ -140,6 +140,10 @@ type Plan struct {
 	// decide again; ReadNewCopies to count the new copies' pods.
 	ReadDeployments bool
 	ReadNewCopies   bool
+	// ReadConfigs asks, with the Deployments, for the ConfigMaps of the
+	// Application's namespace: a revision that may have come to serve has
+	// its copies compared as the barrier compares them.
+	ReadConfigs bool
 	// Unanswerable is why the round could not decide for the Application;
 	// whatever else the plan holds was decided before it.
 	Unanswerable string
@@ -264,7 +268,13 @@ func ProofHolds(mig *Migration, rec Record, members []MemberView) (bool, string)
 		}
 		return false, "proven against " + RevisionTag(mig.TestedAgainst) + ", but " + serving + " serves"
 	}
-	if moved, why := PrimariesMoved(rec, servingMembers(rec, members)); moved {
+	serving := servingMembers(rec, members)
+	if len(serving) == 0 {
+		// Nothing of what the proof was made against is a member any more:
+		// there is no primary to hold it to.
+		return false, "no member of " + RevisionTag(rec.Serving) + " is on record among this release's members"
+	}
+	if moved, why := PrimariesMoved(rec, serving); moved {
 		return false, why
 	}
 	return true, ""
@@ -429,7 +439,7 @@ func Tend(v ApplicationView) Plan {
 			// What already serves needs no second look; only a revision
 			// that may have come to serve needs its primaries compared.
 			if v.DeploymentsUnread && canariesSettled(v.Members) {
-				return Plan{ReadDeployments: true}
+				return Plan{ReadDeployments: true, ReadConfigs: true}
 			}
 			serves, _ = Serves(v, pinned)
 		}
@@ -477,13 +487,13 @@ func Tend(v ApplicationView) Plan {
 // reportSuperseded reports a migration left applied by a release that is no
 // longer the one in flight (its pin reverted, or another release applied),
 // every round until an operator clears it: no decision about the release in
-// flight reports it any more. The down would return the schema to what
-// serves.
+// flight reports it any more. What its down would return to was in that
+// release's inputs, which are gone, so the tag is left empty.
 func reportSuperseded(p *Plan) {
 	if p.NotUndone != nil || p.Record.Migrated == "" || p.Record.Migrated == p.Record.Pinned {
 		return
 	}
-	p.NotUndone = &NotUndone{Tag: RevisionTag(p.Record.Serving), Condition: UndoSuperseded, Migrated: RevisionTag(p.Record.Migrated)}
+	p.NotUndone = &NotUndone{Condition: UndoSuperseded, Migrated: RevisionTag(p.Record.Migrated)}
 }
 
 // decideRelease decides a release in flight, next.Pinned applied but not

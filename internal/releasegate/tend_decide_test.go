@@ -176,6 +176,8 @@ func TestTendStartsTheMigrationOnlyUnderProof(t *testing.T) {
 			scene(func(v *ApplicationView) { v.Members[1].Canary.LastPromotedSpec = "ui-2" }), false, HeldStaleProof},
 		{"a member new in the release, so with no digest on record: started",
 			scene(func(v *ApplicationView) { delete(v.Record.Primaries, "auth-ui") }), true, ""},
+		{"no member on record at all: held",
+			scene(func(v *ApplicationView) { v.Record.Primaries = nil }), false, HeldStaleProof},
 		{"proven against nothing where nothing serves: started",
 			scene(func(v *ApplicationView) { v.Record = nil; v.Inputs.Migration.TestedAgainst = "" }), true, ""},
 		{"proven against nothing where something serves: held",
@@ -598,7 +600,7 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 		}
 	}
 	for name, view := range map[string]ApplicationView{"superseded": scene(superseded), "reverted": scene(reverted)} {
-		want := NotUndone{Tag: RevisionTag(prevRev), Condition: UndoSuperseded, Migrated: tag}
+		want := NotUndone{Condition: UndoSuperseded, Migrated: tag}
 		if p := Tend(view); p.NotUndone == nil || *p.NotUndone != want || p.Record.Migrated != rev {
 			t.Errorf("%s: not undone %+v, migrated %q; want %+v", name, p.NotUndone, RevisionTag(p.Record.Migrated), want)
 		}

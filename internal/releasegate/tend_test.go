@@ -247,6 +247,7 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 	if err := restarted.Round(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	restarted.WaitWarmups()
 	if w := counter.Matching("configmaps", "PUT") + counter.Matching("configmaps", "POST"); w != 0 {
 		t.Errorf("the restarted gate wrote %d records: %v\n%s", w, counter.Requests(), logs2)
 	}
@@ -479,7 +480,8 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 		return probe.Warmup{Requests: 1}, nil
 	})
 	logs := &testenv.LogBuffer{}
-	tender := releasegate.NewTender(kube, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	cluster := &failingRecordWrite{Kube: kube}
+	tender := releasegate.NewTender(cluster, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
 	var prompted atomic.Int32
 	tender.OnWarmupDone(func() { prompted.Add(1) })
 	round(t, tender, logs)
@@ -495,13 +497,38 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 	if rec, _ := readRecord(t, cp, nsA, "docs"); rec.Warmup != nil && rec.Warmup.Revision == rev {
 		t.Fatalf("a verdict was written before a round took it: %+v", rec.Warmup)
 	}
+	// The write that would carry the verdict fails: the verdict waits for
+	// the next round, and the revision is not warmed again.
+	cluster.failNext.Store(true)
 	round(t, tender, logs)
+	if w := logEntries(t, logs.String(), nsA, "warmup"); len(w) != 0 {
+		t.Errorf("a verdict whose write failed was logged as recorded: %v", w)
+	}
+	round(t, tender, logs)
+	tender.WaitWarmups()
 	if rec, _ := readRecord(t, cp, nsA, "docs"); rec.Warmup == nil || rec.Warmup.Revision != rev || !rec.Warmup.Warmed {
 		t.Fatalf("the next round did not write the verdict: %+v\n%s", rec.Warmup, logs)
+	}
+	if n := warmups.Load(); n != 1 {
+		t.Errorf("the revision was warmed %d times", n)
 	}
 	if w := logEntries(t, logs.String(), nsA, "warmup"); len(w) != 1 {
 		t.Errorf("warmup log lines: %v", w)
 	}
+}
+
+// failingRecordWrite is the gate's cluster with the next record update
+// failing when failNext is set, as an API server that refused it would.
+type failingRecordWrite struct {
+	*releasegate.Kube
+	failNext atomic.Bool
+}
+
+func (f *failingRecordWrite) UpdateRecord(ctx context.Context, namespace, name, resourceVersion string, data map[string]string) error {
+	if f.failNext.CompareAndSwap(true, false) {
+		return errors.New("the API server refused the write")
+	}
+	return f.Kube.UpdateRecord(ctx, namespace, name, resourceVersion, data)
 }
 
 // A member that failed before the gate first saw this revision stays Failed
