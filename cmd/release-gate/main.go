@@ -80,15 +80,23 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		logger.Error("connect to the cluster", slog.String("error", err.Error()))
 		return 2
 	}
-	callers := kube.WatchPods(ctx, flagger.Namespace, flaggerSelector, logger)
-	gate, err := releasegate.New(kube, callers, flagger, logger)
+	tender := releasegate.NewTender(kube, gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
+	metrics, err := tender.MetricsHandler(scraper)
 	if err != nil {
 		logger.Error("bad setting", slog.String("error", err.Error()))
 		return 2
 	}
-	tender := releasegate.NewTender(kube, gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
-	metrics, err := tender.MetricsHandler(scraper)
+	ln, err := listen(ctx, addr)
 	if err != nil {
+		logger.Error("listen", slog.String("addr", addr), slog.String("error", err.Error()))
+		return 1
+	}
+	// The watch of Flagger's pods starts once nothing can stop the gate
+	// from serving: it logs on its own as it meets the API server.
+	callers := kube.WatchPods(ctx, flagger.Namespace, flaggerSelector, logger)
+	gate, err := releasegate.New(kube, callers, flagger, logger)
+	if err != nil {
+		_ = ln.Close()
 		logger.Error("bad setting", slog.String("error", err.Error()))
 		return 2
 	}
@@ -99,11 +107,6 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		mux.Handle("GET /metrics", metrics)
 		mux.Handle("GET /releases", tender.ReleasesHandler())
 		mux.HandleFunc("GET /fresh", rounds.FreshHandler)
-	}
-	ln, err := listen(ctx, addr)
-	if err != nil {
-		logger.Error("listen", slog.String("addr", addr), slog.String("error", err.Error()))
-		return 1
 	}
 	err = rounds.RunBeside(ctx, func(ctx context.Context) error {
 		return server.Serve(ctx, ln, server.Config{Routes: routes, Ready: gate.Ready, Logger: logger})
