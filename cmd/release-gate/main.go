@@ -93,7 +93,9 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 	}
 	// The watch of Flagger's pods starts once nothing can stop the gate
 	// from serving: it logs on its own as it meets the API server.
-	callers := kube.WatchPods(ctx, flagger.Namespace, flaggerSelector, logger)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	callers := kube.WatchPods(watchCtx, flagger.Namespace, flaggerSelector, logger)
+	defer func() { stopWatch(); <-callers.Stopped() }()
 	gate, err := releasegate.New(kube, callers, flagger, logger)
 	if err != nil {
 		_ = ln.Close()

@@ -35,6 +35,8 @@ type PodWatch struct {
 	// made as a watch), what it holds may be long gone.
 	broken   bool
 	brokenAt string
+
+	stopped chan struct{}
 }
 
 // ErrCallersStale is the error FlaggerPods gives while the watch cannot
@@ -92,9 +94,17 @@ func watchPods(ctx context.Context, list cache.ListWithContextFunc, watchFrom ca
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	go informer.RunWithContext(klog.NewContext(ctx, logr.FromSlogHandler(logger.Handler())))
+	w.stopped = make(chan struct{})
+	go func() {
+		defer close(w.stopped)
+		informer.RunWithContext(klog.NewContext(ctx, logr.FromSlogHandler(logger.Handler())))
+	}()
 	return w
 }
+
+// Stopped is closed once the watch has stopped, after ctx ended: nothing of
+// it logs any more.
+func (w *PodWatch) Stopped() <-chan struct{} { return w.stopped }
 
 // FlaggerPods returns the watched pods; an error until the watch has listed
 // them once, and ErrCallersStale while it cannot list them again.
