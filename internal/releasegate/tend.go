@@ -302,10 +302,11 @@ func (s *snapshot) view(namespace string, o InputsObject, now time.Time) Applica
 }
 
 // Round tends every gated Application once. An Application the round cannot
-// finish is reported unanswerable and the round goes on; only a list that
-// fails fails the round. Deployments are listed only when an Application
-// needs them: one whose revision may have come to serve, or whose undo
-// looks for its new copies.
+// finish is reported unanswerable and the round goes on; only a list every
+// Application needs (inputs, records, Canaries, Jobs) fails the round.
+// Deployments are listed only when an Application needs them: one whose
+// revision may have come to serve, or whose undo looks for its new copies;
+// if that list fails, those Applications alone go unanswered.
 func (t *Tender) Round(ctx context.Context) error {
 	s, err := read(ctx, t.cluster, t.namespace, true)
 	if err != nil {
@@ -321,14 +322,24 @@ func (t *Tender) Round(ctx context.Context) error {
 		plans[i] = Tend(views[i])
 		needDeployments = needDeployments || plans[i].ReadDeployments
 	}
+	var deploymentsErr error
 	if needDeployments {
 		ds, err := t.cluster.Deployments(ctx)
-		if err != nil {
-			return fmt.Errorf("list the Deployments: %w", err)
+		deploymentsErr = err
+		if err == nil {
+			for _, d := range ds {
+				s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
+			}
 		}
-		for _, d := range ds {
-			s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
+	}
+	if deploymentsErr != nil {
+		// Only the Applications that needed them go unanswered.
+		for i := range plans {
+			if plans[i].ReadDeployments {
+				plans[i] = UnanswerablePlan(views[i], fmt.Sprintf("list the Deployments: %v", deploymentsErr))
+			}
 		}
+	} else if needDeployments {
 		// A release that changes a ConfigMap alone leaves the pod template
 		// as it was: a revision that may have come to serve has its copies
 		// compared with the ConfigMaps they take their environment from
@@ -345,7 +356,7 @@ func (t *Tender) Round(ctx context.Context) error {
 				continue
 			}
 			if err := unread[o.Namespace]; err != nil && plans[i].ReadConfigs {
-				plans[i] = Plan{Unanswerable: err.Error()}
+				plans[i] = UnanswerablePlan(views[i], err.Error())
 				continue
 			}
 			views[i] = s.view(t.namespace, o, now)
@@ -362,6 +373,11 @@ func (t *Tender) Round(ctx context.Context) error {
 			return ctx.Err()
 		}
 		app := views[i].Namespace + "/" + views[i].Application
+		if r := views[i].Record; r != nil && r.Serving != "" && (r.Warmup == nil || r.Warmup.Revision != r.Serving) {
+			// What serves is not warmed on record: a verdict for it is kept
+			// while another revision is pinned, for when the pin comes back.
+			wanted[app+"@"+r.Serving] = true
+		}
 		var taken string
 		if w := plans[i].Warm; w != nil {
 			key := app + "@" + w.Revision

@@ -402,8 +402,31 @@ func WarmupVerdict(revision string, w probe.Warmup, err error) WarmupRecord {
 	return WarmupRecord{Revision: revision, Warmed: true}
 }
 
-// Tend decides one round for one Application from what the round read.
+// Tend decides one round for one Application from what the round read. A
+// migration left applied by a superseded release is reported from the
+// record alone, even for an Application the round cannot decide for.
 func Tend(v ApplicationView) Plan {
+	p := tend(v)
+	if p.Unanswerable != "" && p.NotUndone == nil {
+		p.NotUndone = UnanswerablePlan(v, p.Unanswerable).NotUndone
+	}
+	return p
+}
+
+// UnanswerablePlan is the plan for an Application the round cannot decide
+// for: the cause, and a migration left applied by a superseded release where
+// the record read names one.
+func UnanswerablePlan(v ApplicationView, cause string) Plan {
+	p := Plan{Unanswerable: cause}
+	if v.Record != nil && v.RecordErr == nil {
+		p.Record = *v.Record
+		reportSuperseded(&p)
+		p.Record = Record{}
+	}
+	return p
+}
+
+func tend(v ApplicationView) Plan {
 	if v.InputsErr != nil {
 		return Plan{Unanswerable: v.InputsErr.Error()}
 	}
@@ -467,8 +490,10 @@ func Tend(v ApplicationView) Plan {
 			p.Warm = &Warm{Revision: pinned, Targets: targets, Err: err}
 		}
 	}
+	// A record is created only once it says something: one that names
+	// nothing says what having none says.
 	p.Record, p.Create = next, v.Record == nil
-	p.Write = p.Create || !sameRecord(rec, next)
+	p.Write = !sameRecord(rec, next)
 	if !ok || next.Pinned == "" || next.Pinned != pinned {
 		// Only a release the Canaries all carry is started, held or undone:
 		// while a render is being applied they name no one release.
@@ -480,7 +505,7 @@ func Tend(v ApplicationView) Plan {
 	// The release's decision may have moved the record on (a migration
 	// started or undone); only a record that differs from the one read is
 	// written.
-	p.Write = p.Create || !sameRecord(rec, p.Record)
+	p.Write = !sameRecord(rec, p.Record)
 	return p
 }
 
@@ -612,6 +637,18 @@ func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag str
 	if v.DeploymentsUnread {
 		p.ReadDeployments = true
 		return
+	}
+	// Flagger puts the new spec on a primary when it starts promoting and
+	// records its digest only once promoted: a promotion that failed half
+	// way leaves a primary on the release's program under the old digest.
+	for _, m := range v.Members {
+		if m.Canary.LastAppliedSpec == next.Primaries[m.Process] || m.Target == nil || m.Primary == nil {
+			continue
+		}
+		if SameProgram(*m.Target, *m.Primary) == "" {
+			refuse(UndoPrimariesMoved)
+			return
+		}
 	}
 	if v.NewCopyPods == nil {
 		p.ReadNewCopies = true

@@ -323,6 +323,14 @@ func TestTendUndoesOnlyUnderEveryCondition(t *testing.T) {
 		// Flagger gives a new member's primary the release's code at once,
 		// without analysis: the schema the down restores would be under it.
 		{"a member new in the release", heldAfterMigration(func(v *ApplicationView) { delete(v.Record.Primaries, "auth-ui") }), false, UndoPrimariesMoved, false},
+		// Flagger puts the new spec on the primary when it starts promoting
+		// and records its digest only once promoted: a promotion that
+		// failed half way leaves the release's program on the primary.
+		{"a primary on the release's program under the old digest",
+			heldAfterMigration(func(v *ApplicationView) {
+				v.Members[0].Primary = deployment("auth-api-primary", container("api:2"))
+				v.DeploymentsUnread = false
+			}), false, UndoPrimariesMoved, false},
 		{"a non-transactional changeset", heldAfterMigration(func(v *ApplicationView) { v.Inputs.Migration.NonTransactional = true }), false, UndoNonTransactional, false},
 		{"a first release has no down",
 			heldAfterMigration(func(v *ApplicationView) { v.Inputs.Migration.TestedAgainst = ""; v.Record.Serving = "" }), false, UndoFirstRelease, false},
@@ -390,6 +398,27 @@ func TestTendUnanswerable(t *testing.T) {
 	p := Tend(scene(failedAt(t0), func(v *ApplicationView) { v.Members[1].HasCanary = false }))
 	if !strings.Contains(p.Unanswerable, "auth-ui has no Canary") || p.Write || p.Start != nil || p.Held != nil {
 		t.Fatalf("a member without a Canary: %+v", p)
+	}
+	// A migration a superseded release left applied is known from the
+	// record alone: reported even when nothing else can be decided.
+	p = Tend(scene(func(v *ApplicationView) {
+		v.Record.Pinned, v.Record.Migrated = otherRev, rev
+		v.Members[1].HasCanary = false
+	}))
+	if p.Unanswerable == "" || p.NotUndone == nil || p.NotUndone.Condition != UndoSuperseded || p.NotUndone.Migrated != tag {
+		t.Fatalf("a superseded migration while unanswerable: %+v", p)
+	}
+}
+
+// A first round over an Application whose Canaries name no one release yet
+// writes no record: it would say what having none says.
+func TestTendCreatesNoEmptyRecord(t *testing.T) {
+	p := Tend(scene(func(v *ApplicationView) {
+		v.Record = nil
+		v.Members[1].Canary.Webhooks = hooks("auth", otherRev)
+	}))
+	if p.Write || !p.Create || p.Unanswerable != "" {
+		t.Fatalf("plan %+v", p)
 	}
 }
 

@@ -484,7 +484,17 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 	tender := releasegate.NewTender(cluster, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
 	var prompted atomic.Int32
 	tender.OnWarmupDone(func() { prompted.Add(1) })
-	round(t, tender, logs)
+	finished := make(chan error, 1)
+	go func() { finished <- tender.Round(context.Background()) }()
+	select {
+	case err := <-finished:
+		if err != nil {
+			t.Fatalf("round: %v\n%s", err, logs)
+		}
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatalf("the round waited on a warmup\n%s", logs)
+	}
 	if suspended(t, cp, nsC, "shop-migration-"+tag) {
 		t.Fatalf("the round waited on a warmup before starting a migration\n%s", logs)
 	}
@@ -605,5 +615,87 @@ func round(t *testing.T, tender *releasegate.Tender, logs *testenv.LogBuffer) {
 	t.Helper()
 	if err := tender.Round(context.Background()); err != nil {
 		t.Fatalf("round: %v\n%s", err, logs)
+	}
+}
+
+// A warmup that ends while another release is pinned keeps its verdict for
+// as long as what serves is not warmed on record: when the pin comes back
+// (the other release failed and was reverted), the verdict is written, and
+// the revision is warmed once.
+func TestAWarmupVerdictWaitsForThePinToComeBack(t *testing.T) {
+	var warmups atomic.Int32
+	release := make(chan struct{})
+	cp := testenv.Own(t)
+	kube, err := releasegate.NewKube(grant(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testenv.LogBuffer{}
+	tender := releasegate.NewTender(kube, gateNS, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
+		warmups.Add(1)
+		<-release
+		return probe.Warmup{Requests: 1}, nil
+	}), slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	ns := cp.Namespace(t)
+	docs := &app{ns: ns, name: "docs",
+		members: []member{{process: "docs", phase: "Succeeded", applied: "d-1", promoted: "d-1", image: "docs:1", primaryImage: "docs:1",
+			hosts: `["docs.example.com"]`, paths: `["/"]`}}}
+	docs.apply(t, cp)
+	round(t, tender, logs) // rev serves; its warmup starts
+
+	m := docs.member("docs")
+	m.canaryRev, m.phase, m.applied, m.image = prevRev, "Progressing", "d-2", "docs:2"
+	docs.apply(t, cp)
+	round(t, tender, logs) // another release pinned, in analysis
+	close(release)
+	tender.WaitWarmups()
+	round(t, tender, logs) // the verdict ended while it was pinned
+
+	m.canaryRev, m.phase, m.applied, m.image = "", "Succeeded", "d-1", "docs:1"
+	docs.apply(t, cp)
+	round(t, tender, logs)
+	tender.WaitWarmups()
+	if rec, _ := readRecord(t, cp, ns, "docs"); rec.Serving != rev || rec.Warmup == nil || rec.Warmup.Revision != rev || !rec.Warmup.Warmed {
+		t.Fatalf("record %+v %+v\n%s", rec, rec.Warmup, logs)
+	}
+	if n := warmups.Load(); n != 1 {
+		t.Fatalf("the revision was warmed %d times", n)
+	}
+}
+
+// failingDeployments is the gate's cluster with its Deployments list
+// refused, as an API server that failed it would.
+type failingDeployments struct{ *releasegate.Kube }
+
+func (failingDeployments) Deployments(context.Context) ([]releasegate.NamespacedDeployment, error) {
+	return nil, errors.New("the API server failed the list")
+}
+
+// A Deployments list that fails leaves unanswered only the Applications
+// that needed it; the round goes on with the others.
+func TestAFailedDeploymentsListFailsOnlyWhoNeedsIt(t *testing.T) {
+	cp := testenv.Own(t)
+	kube, err := releasegate.NewKube(grant(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	settling := &app{ns: ns, name: "docs",
+		members: []member{{process: "docs", phase: "Succeeded", applied: "d-1", promoted: "d-1", image: "docs:1", primaryImage: "docs:1"}}}
+	proven := &app{ns: ns, name: "shop", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "shop-api", phase: "Progressing", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
+		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
+		record:  &releasegate.Record{Namespace: ns, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+	settling.apply(t, cp)
+	proven.apply(t, cp)
+	logs := &testenv.LogBuffer{}
+	tender := releasegate.NewTender(failingDeployments{kube}, gateNS, nil, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	round(t, tender, logs)
+	if u := logEntries(t, logs.String(), ns, "application unanswerable"); len(u) != 1 || u[0]["application"] != "docs" ||
+		!strings.Contains(u[0]["cause"].(string), "list the Deployments") {
+		t.Errorf("unanswerable lines: %v", u)
+	}
+	if suspended(t, cp, ns, "shop-migration-"+tag) {
+		t.Errorf("the Application that needed no Deployments was not tended\n%s", logs)
 	}
 }
