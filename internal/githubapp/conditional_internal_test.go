@@ -44,12 +44,42 @@ func TestConditionalCacheIsBounded(t *testing.T) {
 	if _, ok := c.entries[cacheKey(&http.Request{URL: mustURL("https://api.example/r/00"), Header: http.Header{}})]; ok {
 		t.Fatal("the oldest entry was not evicted")
 	}
-	// Writes and requests that are already conditional pass through untouched.
-	req, _ := http.NewRequest(http.MethodPut, "https://api.example/r/10", nil)
-	if resp, _ := c.RoundTrip(req); resp.Header.Get(FromCacheHeader) != "" {
-		t.Fatal("a PUT was answered from the cache")
+}
+
+// Writes, and requests that are already conditional, pass through untouched:
+// the cache adds no If-None-Match of its own and answers none of them.
+func TestConditionalCacheLeavesWritesAndConditionalRequests(t *testing.T) {
+	seen := map[string]string{}
+	server := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		seen[r.Method+" "+r.URL.Path] = r.Header.Get("If-None-Match")
+		return (&etagServer{}).RoundTrip(r)
+	})
+	c := newConditional(server)
+	do := func(method, path, ifNoneMatch string) *http.Response {
+		req, _ := http.NewRequest(method, "https://api.example"+path, nil)
+		if ifNoneMatch != "" {
+			req.Header.Set("If-None-Match", ifNoneMatch)
+		}
+		resp, err := c.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	do(http.MethodGet, "/r/1", "") // cached, with the ETag "v1"
+	if resp := do(http.MethodPut, "/r/1", ""); seen["PUT /r/1"] != "" || resp.Header.Get(FromCacheHeader) != "" {
+		t.Fatalf("a PUT went with If-None-Match %q, or from the cache", seen["PUT /r/1"])
+	}
+	if resp := do(http.MethodGet, "/r/1", `"other"`); seen["GET /r/1"] != `"other"` || resp.Header.Get(FromCacheHeader) != "" {
+		t.Fatalf("a conditional GET went with If-None-Match %q, or from the cache", seen["GET /r/1"])
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // A pass over more URLs than a thousand, read again in the same order, is
 // answered from the cache whole: nothing it needs was evicted.

@@ -27,6 +27,10 @@ const MaxDescription = 140
 // unit it depends on: waiting, not failing.
 const dependencyNotReady = "DependencyNotReady"
 
+// healthCheckFailed is Flux's Ready reason for a unit it applied whose
+// health checks failed.
+const healthCheckFailed = "HealthCheckFailed"
+
 // warmupFailed is the phrase of the status a failed warmup leaves; the gate
 // never rolls back, so that status is the release's last word.
 const warmupFailed = "promoted, but its warmup failed"
@@ -203,6 +207,14 @@ func stage(in Input) (Status, bool) {
 	}
 	if fluxFailed {
 		return failedToApply, true
+	}
+	if in.Unit.Ready.Status == "Unknown" && in.Latest != nil && in.Latest.State == StateFailure &&
+		strings.HasPrefix(in.Latest.Description, fmt.Sprintf("Flux could not apply %s %s: %s:", in.Project, in.Version, healthCheckFailed)) {
+		// The release was applied and failed its health checks; Flux
+		// reconciles again, Ready Unknown meanwhile. No stage moved until it
+		// says how that went. (After a failure to build or apply, the apply
+		// now done is news.)
+		return Status{Description: "Flux is checking " + in.Pin + " again after its health checks failed"}, false
 	}
 	if len(in.Members) == 0 {
 		if in.Unit.Ready.Status == "True" {

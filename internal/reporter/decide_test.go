@@ -98,6 +98,12 @@ func TestDecide(t *testing.T) {
 			i.Unit = applied("False")
 			i.Unit.Ready.Reason, i.Unit.Ready.Message = "HealthCheckFailed", "timeout waiting for: [Deployment/auth-system/auth-api status: 'InProgress']"
 		}), StateFailure, "Flux could not apply auth 1.4.0: HealthCheckFailed: timeout waiting for: [Deployment/auth-system/auth-api status: 'InProgress']"},
+		{"Flux reconciling again after a failure it reported: nothing until it says how", in(func(i *Input) {
+			i.Unit = applied("Unknown")
+			i.Unit.Ready.Reason = "Progressing"
+			i.Members = []Member{with(member("auth-api", "auth", revA, releasegate.PhaseProgressing, false), func(m *Member) { m.State.Canary.Iterations = 2 })}
+			i.Latest = &Status{State: StateFailure, EnvironmentURL: i.RolloutURL, Description: "Flux could not apply auth 1.4.0: HealthCheckFailed: timeout"}
+		}), "", ""},
 		{"Flux retrying the same failure: the time it waited is no new stage", in(func(i *Input) {
 			i.Unit = applied("False")
 			i.Unit.Ready.Reason, i.Unit.Ready.Message = "HealthCheckFailed", "health check failed after 5m0.012345678s: timeout waiting for: [Deployment/auth-system/auth-api status: 'InProgress']"
