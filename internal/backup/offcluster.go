@@ -108,10 +108,17 @@ func (d Destination) String() string { return "s3://" + d.Bucket + "/" + d.Folde
 // ParseRecipient accepts only an age X25519 public key (age1…): a copy
 // encrypted to anything else could not be read with the identity file the
 // restore documents.
+//
+// The error never carries the value: age's own quotes it, and what was put
+// there by mistake may be the identity that decrypts every copy.
 func ParseRecipient(s string) (*age.X25519Recipient, error) {
-	r, err := age.ParseX25519Recipient(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	if strings.Contains(strings.ToUpper(s), "AGE-SECRET-KEY-") {
+		return nil, errors.New("an age identity (AGE-SECRET-KEY-…), not a recipient: name its public key (age1…), and keep the identity out of the cluster")
+	}
+	r, err := age.ParseX25519Recipient(s)
 	if err != nil {
-		return nil, fmt.Errorf("not an age X25519 public key (age1…): %w", err)
+		return nil, errors.New("not an age X25519 public key (age1…)")
 	}
 	return r, nil
 }
@@ -250,9 +257,17 @@ func CopyNames(names []string) []Generation {
 func PruneCopies(names []string, method string, retain int, now time.Time) []string {
 	var stems []string
 	for _, name := range names {
-		if stem, ok := strings.CutSuffix(name, CopySuffix); ok {
-			stems = append(stems, stem)
+		stem, ok := strings.CutSuffix(name, CopySuffix)
+		if !ok {
+			continue
 		}
+		// A Rollback's copy never goes off the cluster from here: one at
+		// the destination was put there by hand, and is not the job's to
+		// delete.
+		if g, err := ParseName(stem); err == nil && g.Request != "" {
+			continue
+		}
+		stems = append(stems, stem)
 	}
 	doomed := Prune(stems, method, retain, now)
 	for i := range doomed {
@@ -275,6 +290,9 @@ type ObjectStore interface {
 	CompleteMultipart(ctx context.Context, key, upload string, parts []Part, etags []string) error
 	// AbortMultipart drops an unfinished upload and its parts.
 	AbortMultipart(ctx context.Context, key, upload string) error
+	// AbortUnfinished drops every unfinished upload under prefix, and names
+	// the keys they were for.
+	AbortUnfinished(ctx context.Context, prefix string) ([]string, error)
 	// Stat reads back what the provider holds for key, with its checksums.
 	Stat(ctx context.Context, key string) (Stored, error)
 	// List names the objects directly under prefix, without the prefix.
@@ -318,6 +336,15 @@ func (o OffClusterCopy) Copy(ctx context.Context, g Generation, path string) err
 		return fmt.Errorf("create %s: %w", staging, err)
 	}
 	defer os.RemoveAll(staging)
+
+	// A run killed mid-upload could not abort it, and its parts stay at the
+	// provider, billed; the claim's lock makes the volume's folder this
+	// run's alone. A provider that cannot list them costs the copy nothing.
+	if aborted, err := o.Store.AbortUnfinished(ctx, o.Destination.listPrefix()); err != nil {
+		logger.Warn("could not look for unfinished uploads of earlier runs", "destination", o.Destination.String(), "error", err.Error())
+	} else if len(aborted) > 0 {
+		logger.Info("aborted the unfinished uploads of earlier runs", "keys", aborted)
+	}
 
 	key := o.Destination.Key(g.Name())
 	sent, err := o.upload(ctx, path, filepath.Join(staging, g.Name()+CopySuffix), key)
@@ -484,7 +511,11 @@ func (o OffClusterCopy) sendParts(ctx context.Context, staged *os.File, key stri
 		wg.Wait()
 		if upload != "" {
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			_ = o.Store.AbortMultipart(actx, key, upload)
+			if aerr := o.Store.AbortMultipart(actx, key, upload); aerr != nil {
+				// Its parts stay at the provider, billed, until aborted
+				// there: the error says which upload.
+				err = errors.Join(err, fmt.Errorf("abort the multipart upload %s of %s: %w", upload, key, aerr))
+			}
 			cancel()
 		}
 		return sentCopy{}, err

@@ -1,13 +1,16 @@
 package backup
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,6 +57,8 @@ var errAccessDenied = errors.New("AccessDenied: the key is not allowed to write"
 
 func (refusing) StartMultipart(context.Context, string) (string, error) { return "", errAccessDenied }
 
+func (refusing) AbortUnfinished(context.Context, string) ([]string, error) { return nil, errAccessDenied }
+
 // An upload refused while the encryption is still running names the
 // refusal, not the encryption it stopped.
 func TestARefusedMultipartUploadNamesTheRefusal(t *testing.T) {
@@ -75,5 +80,103 @@ func TestARefusedMultipartUploadNamesTheRefusal(t *testing.T) {
 	err = copier.Copy(context.Background(), g, path)
 	if !errors.Is(err, errAccessDenied) {
 		t.Fatalf("Copy = %v, want the store's refusal", err)
+	}
+}
+
+// partsFail is a store whose every part after the first fails, as a
+// provider that went away mid-upload; abortErr, when set, is what aborting
+// the upload meets.
+type partsFail struct {
+	ObjectStore
+	parts    atomic.Int32
+	abortErr error
+}
+
+func (p *partsFail) PutPart(ctx context.Context, key, upload string, part Part, body io.ReadSeeker) (string, error) {
+	if p.parts.Add(1) > 1 {
+		return "", errors.New("the endpoint went away")
+	}
+	return p.ObjectStore.PutPart(ctx, key, upload, part, body)
+}
+
+func (p *partsFail) AbortMultipart(ctx context.Context, key, upload string) error {
+	if p.abortErr != nil {
+		return p.abortErr
+	}
+	return p.ObjectStore.AbortMultipart(ctx, key, upload)
+}
+
+// A multipart upload that fails is aborted, so no part of it stays at the
+// provider; when the abort fails too, the run's error names the upload left.
+func TestAFailedMultipartUploadIsAborted(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	g := Generation{Method: "files", Time: time.Date(2026, 10, 26, 2, 45, 0, 0, time.UTC)}
+	path := filepath.Join(dir, g.Name())
+	body := make([]byte, 3*MinPartSize)
+	if _, err := rand.Read(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	incomplete := func() int {
+		n := 0
+		for u := range f.admin.ListIncompleteUploads(context.Background(), f.bucket, "", true) {
+			if u.Err != nil {
+				t.Fatal(u.Err)
+			}
+			n++
+		}
+		return n
+	}
+	copier := OffClusterCopy{Store: &partsFail{ObjectStore: f.store(t, "")}, Destination: testDestination,
+		Recipient: f.identity.Recipient(), PartSize: MinPartSize, Retain: 1}
+	if err := copier.Copy(context.Background(), g, path); err == nil || !strings.Contains(err.Error(), "went away") {
+		t.Fatalf("Copy = %v", err)
+	}
+	if n := incomplete(); n != 0 {
+		t.Fatalf("%d unfinished uploads left at the provider", n)
+	}
+	copier.Store = &partsFail{ObjectStore: f.store(t, ""), abortErr: errors.New("the endpoint is still away")}
+	if err := copier.Copy(context.Background(), g, path); err == nil || !strings.Contains(err.Error(), "abort the multipart upload") {
+		t.Fatalf("Copy = %v, want the failed abort named", err)
+	}
+}
+
+// The parts of an upload a killed run left are aborted by the next copy of
+// the volume, so they stay at the provider no longer.
+func TestACopyAbortsTheUploadsOfKilledRuns(t *testing.T) {
+	f := newFixture(t)
+	store := f.store(t, "")
+	ctx := context.Background()
+	left := testDestination.Key("files-20261026T024500Z.tar.gz")
+	upload, err := store.StartMultipart(ctx, left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := make([]byte, MinPartSize)
+	if _, err := store.PutPart(ctx, left, upload, Part{Number: 1, Size: MinPartSize, Sums: sumsOf(part)}, bytes.NewReader(part)); err != nil {
+		t.Fatal(err)
+	}
+	// Another volume's unfinished upload is not this run's to abort.
+	other := "elsewhere/files-20261026T024500Z.tar.gz.age"
+	if _, err := store.StartMultipart(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	source, claim := t.TempDir(), t.TempDir()
+	writeSource(t, source, map[string][]byte{"a.txt": []byte("alpha")})
+	if _, err := copyJob(claim, source, 2, 0, f.copier(t, store, 2, MinPartSize)).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for u := range f.admin.ListIncompleteUploads(ctx, f.bucket, "", true) {
+		if u.Err != nil {
+			t.Fatal(u.Err)
+		}
+		keys = append(keys, u.Key)
+	}
+	if !slices.Equal(keys, []string{other}) {
+		t.Fatalf("unfinished uploads left: %q, want only the other volume's", keys)
 	}
 }

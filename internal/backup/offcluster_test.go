@@ -56,9 +56,17 @@ func TestParseRecipient(t *testing.T) {
 	if _, err := ParseRecipient("age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"", "ssh-ed25519 AAAA", "age1short", "AGE-SECRET-KEY-1QQQ"} {
-		if _, err := ParseRecipient(bad); err == nil {
+	identity := "AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX"
+	keygenFile := "# created: 2026-11-30T10:00:00Z\n# public key: age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n" + identity
+	for _, bad := range []string{"", "ssh-ed25519 AAAA", "age1short", "AGE-SECRET-KEY-1QQQ", identity, strings.ToLower(identity), keygenFile} {
+		_, err := ParseRecipient(bad)
+		if err == nil {
 			t.Errorf("%q accepted", bad)
+			continue
+		}
+		// The error is logged: it must never carry what was handed in.
+		if secret := strings.ToUpper(strings.TrimSpace(bad)); len(secret) > 10 && strings.Contains(strings.ToUpper(err.Error()), secret[len(secret)-10:]) {
+			t.Errorf("the error for %q carries the value: %v", bad, err)
 		}
 	}
 }
@@ -129,6 +137,7 @@ func TestPruneCopies(t *testing.T) {
 	names := []string{
 		"files-20261024T024500Z.tar.gz.age", "files-20261025T024500Z.tar.gz.age", "files-20261026T024500Z.tar.gz.age",
 		"postgres-20261020T024500Z.sql.gz.age", "files-20261020T024500Z.tar.gz", "notes.txt", ".partial-x",
+		"rollback-rb-7-files-20261001T024500Z.tar.gz.age", // put there by hand, older than 7 days
 	}
 	got := PruneCopies(names, "files", 2, now)
 	if want := []string{"files-20261024T024500Z.tar.gz.age"}; !slices.Equal(got, want) {
@@ -138,7 +147,7 @@ func TestPruneCopies(t *testing.T) {
 		t.Fatalf("pruned the only postgres copy: %q", got)
 	}
 	gens := CopyNames(names)
-	if len(gens) != 4 || gens[0].Name() != "files-20261026T024500Z.tar.gz" || gens[3].Method != "postgres" {
+	if len(gens) != 5 || gens[0].Name() != "files-20261026T024500Z.tar.gz" || gens[3].Method != "postgres" {
 		t.Fatalf("copy names %+v", gens)
 	}
 }

@@ -115,6 +115,29 @@ func (s *S3Store) AbortMultipart(ctx context.Context, key, upload string) error 
 	return s.core.AbortMultipartUpload(ctx, s.bucket, key, upload)
 }
 
+// AbortUnfinished implements ObjectStore.
+func (s *S3Store) AbortUnfinished(ctx context.Context, prefix string) ([]string, error) {
+	// Ended on return, so the listing's goroutine stops with it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var aborted []string
+	// Listed whole and picked out by key: MinIO lists unfinished uploads
+	// under a folder's prefix as none, where S3 lists them.
+	for u := range s.core.ListIncompleteUploads(ctx, s.bucket, "", true) {
+		if u.Err != nil {
+			return aborted, u.Err
+		}
+		if !strings.HasPrefix(u.Key, prefix) {
+			continue
+		}
+		if err := s.core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID); err != nil {
+			return aborted, err
+		}
+		aborted = append(aborted, u.Key)
+	}
+	return aborted, nil
+}
+
 // Stat implements ObjectStore: a HEAD with the checksum mode on, and for a
 // multipart object GetObjectAttributes for its parts' checksums.
 func (s *S3Store) Stat(ctx context.Context, key string) (Stored, error) {
