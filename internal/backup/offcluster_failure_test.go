@@ -57,7 +57,9 @@ var errAccessDenied = errors.New("AccessDenied: the key is not allowed to write"
 
 func (refusing) StartMultipart(context.Context, string) (string, error) { return "", errAccessDenied }
 
-func (refusing) AbortUnfinished(context.Context, string) ([]string, error) { return nil, errAccessDenied }
+func (refusing) AbortUnfinished(context.Context, string) ([]string, error) {
+	return nil, errAccessDenied
+}
 
 // An upload refused while the encryption is still running names the
 // refusal, not the encryption it stopped.
