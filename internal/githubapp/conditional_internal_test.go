@@ -24,16 +24,7 @@ func (s *etagServer) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestConditionalCacheIsBounded(t *testing.T) {
 	const body = 1 << 20
 	c := newConditional(largeServer{body: strings.Repeat("x", body)})
-	get := func(path string) *http.Response {
-		req, _ := http.NewRequest(http.MethodGet, "https://api.example"+path, nil)
-		resp, err := c.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
+	get := func(path string) *http.Response { return send(t, c, http.MethodGet, path, "") }
 	const kept = maxCachedBytes / (body + len("https://api.example/r/00\x00"))
 	for i := range kept + 5 {
 		get(fmt.Sprintf("/r/%02d", i))
@@ -55,19 +46,7 @@ func TestConditionalCacheLeavesWritesAndConditionalRequests(t *testing.T) {
 		return (&etagServer{}).RoundTrip(r)
 	})
 	c := newConditional(server)
-	do := func(method, path, ifNoneMatch string) *http.Response {
-		req, _ := http.NewRequest(method, "https://api.example"+path, nil)
-		if ifNoneMatch != "" {
-			req.Header.Set("If-None-Match", ifNoneMatch)
-		}
-		resp, err := c.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
+	do := func(method, path, ifNoneMatch string) *http.Response { return send(t, c, method, path, ifNoneMatch) }
 	do(http.MethodGet, "/r/1", "") // cached, with the ETag "v1"
 	if resp := do(http.MethodPut, "/r/1", ""); seen["PUT /r/1"] != "" || resp.Header.Get(FromCacheHeader) != "" {
 		t.Fatalf("a PUT went with If-None-Match %q, or from the cache", seen["PUT /r/1"])
@@ -75,6 +54,22 @@ func TestConditionalCacheLeavesWritesAndConditionalRequests(t *testing.T) {
 	if resp := do(http.MethodGet, "/r/1", `"other"`); seen["GET /r/1"] != `"other"` || resp.Header.Get(FromCacheHeader) != "" {
 		t.Fatalf("a conditional GET went with If-None-Match %q, or from the cache", seen["GET /r/1"])
 	}
+}
+
+// send makes one request through c, its body read and closed.
+func send(t *testing.T, c http.RoundTripper, method, path, ifNoneMatch string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, "https://api.example"+path, nil)
+	if ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", ifNoneMatch)
+	}
+	resp, err := c.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
