@@ -290,8 +290,8 @@ type ObjectStore interface {
 	CompleteMultipart(ctx context.Context, key, upload string, parts []Part, etags []string) error
 	// AbortMultipart drops an unfinished upload and its parts.
 	AbortMultipart(ctx context.Context, key, upload string) error
-	// AbortUnfinished drops every unfinished upload under prefix, and names
-	// the keys they were for.
+	// AbortUnfinished drops every unfinished upload of a key directly under
+	// prefix, and names the keys they were for.
 	AbortUnfinished(ctx context.Context, prefix string) ([]string, error)
 	// Stat reads back what the provider holds for key, with its checksums.
 	Stat(ctx context.Context, key string) (Stored, error)

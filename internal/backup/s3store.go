@@ -115,7 +115,8 @@ func (s *S3Store) AbortMultipart(ctx context.Context, key, upload string) error 
 	return s.core.AbortMultipartUpload(ctx, s.bucket, key, upload)
 }
 
-// AbortUnfinished implements ObjectStore.
+// AbortUnfinished implements ObjectStore, for the uploads of keys directly
+// under prefix.
 func (s *S3Store) AbortUnfinished(ctx context.Context, prefix string) ([]string, error) {
 	// Ended on return, so the listing's goroutine stops with it.
 	ctx, cancel := context.WithCancel(ctx)
@@ -127,7 +128,9 @@ func (s *S3Store) AbortUnfinished(ctx context.Context, prefix string) ([]string,
 		if u.Err != nil {
 			return aborted, u.Err
 		}
-		if !strings.HasPrefix(u.Key, prefix) {
+		// Directly under prefix only: another volume's folder may sit
+		// beneath this one's, and its uploads are its own run's.
+		if rest, ok := strings.CutPrefix(u.Key, prefix); !ok || strings.Contains(rest, "/") {
 			continue
 		}
 		if err := s.core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID); err != nil {
