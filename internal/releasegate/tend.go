@@ -333,10 +333,17 @@ func (t *Tender) Round(ctx context.Context) error {
 		}
 	}
 	if deploymentsErr != nil {
-		// Only the Applications that needed them go unanswered.
+		// Only the Applications that needed them go unanswered, and what
+		// was decided without them (a hold, a migration left applied) is
+		// still reported; nothing is written or started.
 		for i := range plans {
 			if plans[i].ReadDeployments {
-				plans[i] = UnanswerablePlan(views[i], fmt.Sprintf("list the Deployments: %v", deploymentsErr))
+				u := UnanswerablePlan(views[i], fmt.Sprintf("list the Deployments: %v", deploymentsErr))
+				u.Held = plans[i].Held
+				if plans[i].NotUndone != nil {
+					u.NotUndone = plans[i].NotUndone
+				}
+				plans[i] = u
 			}
 		}
 	} else if needDeployments {

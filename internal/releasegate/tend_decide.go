@@ -641,6 +641,9 @@ func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag str
 	// Flagger puts the new spec on a primary when it starts promoting and
 	// records its digest only once promoted: a promotion that failed half
 	// way leaves a primary on the release's program under the old digest.
+	// A member whose release changed only what is not its program (its
+	// resources, its probes) reads the same; the undo is refused for it
+	// too, as the round cannot tell the two apart.
 	for _, m := range v.Members {
 		if m.Canary.LastAppliedSpec == next.Primaries[m.Process] || m.Target == nil || m.Primary == nil {
 			continue

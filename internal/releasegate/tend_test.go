@@ -686,14 +686,29 @@ func TestAFailedDeploymentsListFailsOnlyWhoNeedsIt(t *testing.T) {
 		members: []member{{process: "shop-api", phase: "Progressing", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
 		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
 		record:  &releasegate.Record{Namespace: ns, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+	// Held and migrated: its undo needs the Deployments, its hold does not.
+	since := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	held := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
+			transitioned: time.Now().Add(-time.Minute)}},
+		jobs: []job{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
+		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+			Pinned: rev, Since: &since, Migrated: rev}}
 	settling.apply(t, cp)
 	proven.apply(t, cp)
+	held.apply(t, cp)
 	logs := &testenv.LogBuffer{}
 	tender := releasegate.NewTender(failingDeployments{kube}, gateNS, nil, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
 	round(t, tender, logs)
-	if u := logEntries(t, logs.String(), ns, "application unanswerable"); len(u) != 1 || u[0]["application"] != "docs" ||
-		!strings.Contains(u[0]["cause"].(string), "list the Deployments") {
+	u := logEntries(t, logs.String(), ns, "application unanswerable")
+	if len(u) != 2 || !strings.Contains(u[0]["cause"].(string), "list the Deployments") {
 		t.Errorf("unanswerable lines: %v", u)
+	}
+	if h := logEntries(t, logs.String(), ns, "release held"); len(h) != 1 || h[0]["application"] != "pay" {
+		t.Errorf("the hold decided without the Deployments was not reported: %v", h)
+	}
+	if !suspended(t, cp, ns, "pay-migration-down-"+tag) {
+		t.Error("a down was started without the Deployments read")
 	}
 	if suspended(t, cp, ns, "shop-migration-"+tag) {
 		t.Errorf("the Application that needed no Deployments was not tended\n%s", logs)
