@@ -29,12 +29,10 @@ type PodWatch struct {
 
 	mu      sync.Mutex
 	lastErr error
-	// broken is set when the watch fails after it had listed once;
-	// brokenAt is the version it had synced to then. Until a list succeeds
-	// again, or the watch syncs to another version (an event, or a list
-	// made as a watch), what it holds may be long gone.
-	broken   bool
-	brokenAt string
+	// broken is set when the watch fails after it had listed once. Until a
+	// list succeeds again (client-go lists before it watches again), what
+	// it holds may be long gone.
+	broken bool
 
 	stopped chan struct{}
 }
@@ -79,14 +77,14 @@ func watchPods(ctx context.Context, list cache.ListWithContextFunc, watchFrom ca
 	w.informer = informer
 	// The failure is kept for the error FlaggerPods gives until the first
 	// list, and logged as client-go logs it; the informer retries on its own.
-	// client-go calls it when a list fails, not when a watch merely ends:
-	// after the first list, it marks what the watch holds as stale until it
-	// syncs again.
+	// client-go calls it when a list or a watch fails, not when a watch
+	// merely ends: after the first list, it marks what the watch holds as
+	// stale until a list succeeds.
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		w.mu.Lock()
 		w.lastErr = err
-		if w.informer.HasSynced() && !w.broken {
-			w.broken, w.brokenAt = true, w.informer.LastSyncResourceVersion()
+		if w.informer.HasSynced() {
+			w.broken = true
 		}
 		w.mu.Unlock()
 		cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -117,11 +115,10 @@ func (w *PodWatch) FlaggerPods() ([]Pod, error) {
 		}
 		return nil, errors.New("the watch of pods " + w.selector.String() + " in " + w.namespace + " has not listed them yet")
 	}
-	if w.broken && w.informer.LastSyncResourceVersion() == w.brokenAt {
+	if w.broken {
 		defer w.mu.Unlock()
 		return nil, fmt.Errorf("%w (pods %s in %s): %w", ErrCallersStale, w.selector, w.namespace, w.lastErr)
 	}
-	w.broken = false
 	w.mu.Unlock()
 	objs := w.informer.GetStore().List()
 	out := make([]Pod, 0, len(objs))

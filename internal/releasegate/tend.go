@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -121,16 +120,19 @@ type Tender struct {
 // to 10 s each), and no round waits for it. A round starts the warmup of a
 // revision that serves and is not warmed; a later round writes its verdict.
 type warmups struct {
-	mu sync.Mutex
-	// running and done are keyed by namespace/application@revision.
-	running map[string]bool
-	done    map[string]WarmupRecord
+	mu      sync.Mutex
+	running map[warmKey]bool
+	done    map[warmKey]WarmupRecord
 	slots   chan struct{}
 	wg      sync.WaitGroup
 	// finished, when set, is called as each warmup ends, to bring the round
 	// that writes its verdict forward.
 	finished func()
 }
+
+// warmKey is one Application's warmup of one revision; app is
+// namespace/application.
+type warmKey struct{ app, revision string }
 
 // NewTender builds the rounds: records in namespace, warmups through warmer.
 func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slog.Logger, now func() time.Time) *Tender {
@@ -141,7 +143,7 @@ func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slo
 		now = time.Now
 	}
 	return &Tender{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now,
-		warmups: warmups{running: map[string]bool{}, done: map[string]WarmupRecord{}, slots: make(chan struct{}, warmupsAtOnce)}}
+		warmups: warmups{running: map[warmKey]bool{}, done: map[warmKey]WarmupRecord{}, slots: make(chan struct{}, warmupsAtOnce)}}
 }
 
 // OnWarmupDone has prompt called as each warmup ends, so the round that
@@ -322,58 +324,13 @@ func (t *Tender) Round(ctx context.Context) error {
 		plans[i] = Tend(views[i])
 		needDeployments = needDeployments || plans[i].ReadDeployments
 	}
-	var deploymentsErr error
 	if needDeployments {
-		ds, err := t.cluster.Deployments(ctx)
-		deploymentsErr = err
-		if err == nil {
-			for _, d := range ds {
-				s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
-			}
-		}
-	}
-	if deploymentsErr != nil {
-		// Only the Applications that needed them go unanswered, and what
-		// was decided without them (a hold, a migration left applied) is
-		// still reported; nothing is written or started.
-		for i := range plans {
-			if plans[i].ReadDeployments {
-				u := UnanswerablePlan(views[i], fmt.Sprintf("list the Deployments: %v", deploymentsErr))
-				u.Held = plans[i].Held
-				if plans[i].NotUndone != nil {
-					u.NotUndone = plans[i].NotUndone
-				}
-				plans[i] = u
-			}
-		}
-	} else if needDeployments {
-		// A release that changes a ConfigMap alone leaves the pod template
-		// as it was: a revision that may have come to serve has its copies
-		// compared with the ConfigMaps they take their environment from
-		// too, as the barrier compares them.
-		var namespaces []string
-		for i, o := range s.inputs {
-			if plans[i].ReadConfigs && !slices.Contains(namespaces, o.Namespace) {
-				namespaces = append(namespaces, o.Namespace)
-			}
-		}
-		unread := s.readConfigs(ctx, t.cluster, namespaces)
-		for i, o := range s.inputs {
-			if !plans[i].ReadDeployments {
-				continue
-			}
-			if err := unread[o.Namespace]; err != nil && plans[i].ReadConfigs {
-				plans[i] = UnanswerablePlan(views[i], err.Error())
-				continue
-			}
-			views[i] = s.view(t.namespace, o, now)
-			plans[i] = Tend(views[i])
-		}
+		t.replanWithCopies(ctx, s, views, plans, now)
 	}
 	// A warmup runs beside the rounds; the plan of a revision whose warmup
 	// has ended takes its verdict onto the record.
 	out := make([]Tended, len(s.inputs))
-	wanted := map[string]bool{}
+	wanted := map[warmKey]bool{}
 	undecided := map[string]bool{}
 	for i := range s.inputs {
 		if ctx.Err() != nil {
@@ -383,16 +340,16 @@ func (t *Tender) Round(ctx context.Context) error {
 		if r := views[i].Record; r != nil && r.Serving != "" && (r.Warmup == nil || r.Warmup.Revision != r.Serving) {
 			// What serves is not warmed on record: a verdict for it is kept
 			// while another revision is pinned, for when the pin comes back.
-			wanted[app+"@"+r.Serving] = true
+			wanted[warmKey{app, r.Serving}] = true
 		}
-		var taken string
+		var taken *warmKey
 		if w := plans[i].Warm; w != nil {
-			key := app + "@" + w.Revision
+			key := warmKey{app, w.Revision}
 			wanted[key] = true
 			if verdict, ok := t.warmupOf(ctx, key, w); ok {
 				plans[i].Record.Warmup = &verdict
 				plans[i].Write = true
-				taken = key
+				taken = &key
 			}
 		}
 		out[i] = t.act(ctx, s, views[i], plans[i])
@@ -400,8 +357,8 @@ func (t *Tender) Round(ctx context.Context) error {
 		case out[i].Unanswerable != "":
 			// Not decided this round: a verdict waiting for it waits on.
 			undecided[app] = true
-		case taken != "":
-			t.warmups.recorded(taken)
+		case taken != nil:
+			t.warmups.recorded(*taken)
 		}
 	}
 	t.warmups.forget(wanted, undecided)
@@ -411,9 +368,57 @@ func (t *Tender) Round(ctx context.Context) error {
 	return nil
 }
 
+// replanWithCopies lists the Deployments (and, for a revision that may have
+// come to serve, its namespace's ConfigMaps) and decides again for the
+// Applications whose plans asked for them.
+func (t *Tender) replanWithCopies(ctx context.Context, s *snapshot, views []ApplicationView, plans []Plan, now time.Time) {
+	ds, err := t.cluster.Deployments(ctx)
+	if err != nil {
+		// Only the Applications that needed them go unanswered, and what
+		// was decided without them (a hold, a migration left applied) is
+		// still reported; nothing is written or started.
+		for i := range plans {
+			if plans[i].ReadDeployments {
+				u := UnanswerablePlan(views[i], fmt.Sprintf("list the Deployments: %v", err))
+				u.Held = plans[i].Held
+				if plans[i].NotUndone != nil {
+					u.NotUndone = plans[i].NotUndone
+				}
+				plans[i] = u
+			}
+		}
+		return
+	}
+	for _, d := range ds {
+		s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
+	}
+	// A release that changes a ConfigMap alone leaves the pod template
+	// as it was: a revision that may have come to serve has its copies
+	// compared with the ConfigMaps they take their environment from
+	// too, as the barrier compares them.
+	var namespaces []string
+	for i, o := range s.inputs {
+		if plans[i].ReadConfigs && !slices.Contains(namespaces, o.Namespace) {
+			namespaces = append(namespaces, o.Namespace)
+		}
+	}
+	unread := s.readConfigs(ctx, t.cluster, namespaces)
+	for i, o := range s.inputs {
+		if !plans[i].ReadDeployments {
+			continue
+		}
+		if err := unread[o.Namespace]; err != nil && plans[i].ReadConfigs {
+			plans[i] = UnanswerablePlan(views[i], err.Error())
+			continue
+		}
+		views[i] = s.view(t.namespace, o, now)
+		plans[i] = Tend(views[i])
+	}
+}
+
 // warmupOf is the verdict of the warmup of key when it has ended, and
 // otherwise starts it, unless it is running.
-func (t *Tender) warmupOf(ctx context.Context, key string, w *Warm) (WarmupRecord, bool) {
+func (t *Tender) warmupOf(ctx context.Context, key warmKey, w *Warm) (WarmupRecord, bool) {
 	ws := &t.warmups
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -447,7 +452,7 @@ func (t *Tender) warmupOf(ctx context.Context, key string, w *Warm) (WarmupRecor
 }
 
 // recorded drops a verdict the record now carries.
-func (ws *warmups) recorded(key string) {
+func (ws *warmups) recorded(key warmKey) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	delete(ws.done, key)
@@ -456,12 +461,11 @@ func (ws *warmups) recorded(key string) {
 // forget drops the verdicts no round asks for any more (the Application
 // moved on before its warmup ended), but not those of an Application the
 // round could not decide for.
-func (ws *warmups) forget(wanted, undecided map[string]bool) {
+func (ws *warmups) forget(wanted map[warmKey]bool, undecided map[string]bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for key := range ws.done {
-		app, _, _ := strings.Cut(key, "@")
-		if !wanted[key] && !undecided[app] {
+		if !wanted[key] && !undecided[key.app] {
 			delete(ws.done, key)
 		}
 	}
