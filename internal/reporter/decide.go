@@ -181,9 +181,11 @@ func Decide(in Input) Decision {
 func stage(in Input) (Status, bool) {
 	fluxFailed := in.Unit.Ready.Status == "False" && in.Unit.Ready.Reason != dependencyNotReady &&
 		RevisionDigest(in.Unit.AttemptedRevision) == in.Pin
+	couldNotApplyFor := func(reason string) string {
+		return fmt.Sprintf("Flux could not apply %s %s: %s: ", in.Project, in.Version, reason)
+	}
 	couldNotApply := func(why Condition) Status {
-		return Status{State: StateFailure, Description: fmt.Sprintf("Flux could not apply %s %s: %s: %s",
-			in.Project, in.Version, why.Reason, withoutElapsed(oneLine(why.Message)))}
+		return Status{State: StateFailure, Description: couldNotApplyFor(why.Reason) + withoutElapsed(oneLine(why.Message))}
 	}
 	failedToApply := couldNotApply(in.Unit.Ready)
 	if !in.Pinned() {
@@ -209,7 +211,7 @@ func stage(in Input) (Status, bool) {
 		return failedToApply, true
 	}
 	if in.Unit.Ready.Status == "Unknown" && in.Latest != nil && in.Latest.State == StateFailure &&
-		strings.HasPrefix(in.Latest.Description, fmt.Sprintf("Flux could not apply %s %s: %s:", in.Project, in.Version, healthCheckFailed)) {
+		strings.HasPrefix(in.Latest.Description, couldNotApplyFor(healthCheckFailed)) {
 		// The release was applied and failed its health checks; Flux
 		// reconciles again, Ready Unknown meanwhile. No stage moved until it
 		// says how that went. (After a failure to build or apply, the apply
