@@ -251,7 +251,12 @@ func seedOne(ctx context.Context, cp *testenv.ControlPlane, ns string) error {
 		}
 		for _, d := range []struct{ name, image string }{{m.process, m.image}, {m.process + "-primary", m.primaryImage}} {
 			sel := map[string]string{"app.kubernetes.io/instance": d.name, "app.kubernetes.io/part-of": "auth"}
-			dep := &appsv1.Deployment{ObjectMeta: labelled(d.name, partOf), Spec: appsv1.DeploymentSpec{
+			meta := labelled(d.name, partOf)
+			if d.name != m.process {
+				// Flagger gives a primary only its selector's label.
+				meta = labelled(d.name, map[string]string{"app.kubernetes.io/instance": d.name})
+			}
+			dep := &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": d.name}},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{Containers: []corev1.Container{
 					{Name: "app", Image: d.image, Args: []string{"serve"}, Env: []corev1.EnvVar{{Name: "MODE", Value: "live"}}},

@@ -169,9 +169,15 @@ data:
 			if m.envConfig != "" {
 				envFrom = fmt.Sprintf("\n          envFrom: [{configMapRef: {name: %s}}]", d.envFrom)
 			}
+			// Flagger gives a primary none of its target's labels but
+			// the selector's (without -include-label-prefix).
+			labels := "app.kubernetes.io/part-of: " + a.name + ", app.kubernetes.io/managed-by: deploy-kit"
+			if d.name != m.process {
+				labels = "app.kubernetes.io/instance: " + d.name
+			}
 			doc(`apiVersion: apps/v1
 kind: Deployment
-metadata: {name: %s, namespace: %s, labels: {app.kubernetes.io/part-of: %s, app.kubernetes.io/managed-by: deploy-kit}}
+metadata: {name: %s, namespace: %s, labels: {%s}}
 spec:
   selector: {matchLabels: {%s}}
   template:
@@ -181,7 +187,7 @@ spec:
         - name: app
           image: %s
           args: [serve]
-          env: [{name: MODE, value: live}]%s`, d.name, a.ns, a.name, selector, selector, a.name, d.image, envFrom)
+          env: [{name: MODE, value: live}]%s`, d.name, a.ns, labels, selector, selector, a.name, d.image, envFrom)
 		}
 		if m.envConfig != "" {
 			for name, mode := range map[string]string{m.process + "-env": m.envConfig, m.process + "-env-primary": m.primaryEnvConfig} {

@@ -113,8 +113,9 @@ func (k *Kube) Canaries(ctx context.Context) ([]CanaryState, error) {
 	return out, err
 }
 
-// Deployments lists the Deployments labelled part of an Application; Flagger
-// copies the label onto the primary.
+// Deployments lists every Deployment. A primary carries none of its
+// target's labels unless Flagger was started with -include-label-prefix, so
+// no label finds both copies; the round picks them out by name.
 func (k *Kube) Deployments(ctx context.Context) ([]NamespacedDeployment, error) {
 	var out []NamespacedDeployment
 	err := pages(ctx, func(ctx context.Context, opts metav1.ListOptions) (string, error) {
@@ -132,7 +133,7 @@ func (k *Kube) Deployments(ctx context.Context) ([]NamespacedDeployment, error) 
 			out = append(out, NamespacedDeployment{Namespace: list.Items[i].Namespace, Deployment: d})
 		}
 		return list.Continue, nil
-	}, partOfSelector)
+	}, "")
 	return out, err
 }
 

@@ -77,7 +77,7 @@ type TendCluster interface {
 	Records(ctx context.Context, namespace string) ([]StoredRecord, error)
 	// Canaries lists the Canaries labelled part of an Application.
 	Canaries(ctx context.Context) ([]CanaryState, error)
-	// Deployments lists the Deployments labelled part of an Application.
+	// Deployments lists every Deployment, primaries included.
 	Deployments(ctx context.Context) ([]NamespacedDeployment, error)
 	// ConfigMapsIn lists the ConfigMaps of namespace.
 	ConfigMapsIn(ctx context.Context, namespace string) ([]ConfigMap, error)
