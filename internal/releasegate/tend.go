@@ -569,10 +569,12 @@ func (t *Tender) writeRecord(ctx context.Context, s *snapshot, v ApplicationView
 	return nil
 }
 
-// countNewCopies lists the Application's pods once and counts each member's
-// new copy among them by its Deployment's selector.
+// countNewCopies lists the namespace's pods once and counts each member's
+// new copy among them by its Deployment's selector. No label narrows the
+// list: a pod of the new copy without the part-of label would go uncounted,
+// and an undo must not run while a new copy has a pod.
 func (t *Tender) countNewCopies(ctx context.Context, v *ApplicationView) error {
-	pods, err := t.cluster.Pods(ctx, v.Namespace, labels.SelectorFromSet(labels.Set{LabelPartOf: v.Application}))
+	pods, err := t.cluster.Pods(ctx, v.Namespace, labels.Everything())
 	if err != nil {
 		return fmt.Errorf("list the pods of %s/%s: %w", v.Namespace, v.Application, err)
 	}

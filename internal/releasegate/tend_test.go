@@ -565,6 +565,28 @@ func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
 	}
 }
 
+// An undo waits while a new copy has a pod, whatever labels the pod carries
+// beyond its Deployment's selector: a pod without the part-of label counts.
+func TestAnUndoCountsPodsWithoutThePartOfLabel(t *testing.T) {
+	cp, tender, logs := ownTender(t)
+	ns := cp.Namespace(t)
+	since := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
+	a := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
+			transitioned: time.Now().Add(-time.Minute), pods: []pod{{ready: true, labels: "app.kubernetes.io/instance: pay-api"}}}},
+		jobs: []job{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
+		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+			Pinned: rev, Since: &since}}
+	a.apply(t, cp)
+	round(t, tender, logs)
+	if held := logEntries(t, logs.String(), ns, "release held"); len(held) != 1 || held[0]["reason"] != "analysis-failed" {
+		t.Fatalf("held log lines: %v\n%s", held, logs)
+	}
+	if !suspended(t, cp, ns, "pay-migration-down-"+tag) {
+		t.Error("a migration was undone while its new copy had a pod")
+	}
+}
+
 // A release that changes a ConfigMap alone leaves the pod template and
 // Flagger's record as they were until Flagger's next tick: the round compares
 // the ConfigMaps the copies take their environment from, and records the
