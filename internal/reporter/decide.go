@@ -27,9 +27,11 @@ const MaxDescription = 140
 // unit it depends on: waiting, not failing.
 const dependencyNotReady = "DependencyNotReady"
 
-// healthCheckFailed is Flux's Ready reason for a unit it applied whose
-// health checks failed.
-const healthCheckFailed = "HealthCheckFailed"
+// couldNotApplyPrefix opens the description of every failure Flux reports
+// for a release.
+func couldNotApplyPrefix(project, version string) string {
+	return fmt.Sprintf("Flux could not apply %s %s: ", project, version)
+}
 
 // warmupFailed is the phrase of the status a failed warmup leaves; the gate
 // never rolls back, so that status is the release's last word.
@@ -182,7 +184,7 @@ func stage(in Input) (Status, bool) {
 	fluxFailed := in.Unit.Ready.Status == "False" && in.Unit.Ready.Reason != dependencyNotReady &&
 		RevisionDigest(in.Unit.AttemptedRevision) == in.Pin
 	couldNotApplyFor := func(reason string) string {
-		return fmt.Sprintf("Flux could not apply %s %s: %s: ", in.Project, in.Version, reason)
+		return couldNotApplyPrefix(in.Project, in.Version) + reason + ": "
 	}
 	couldNotApply := func(why Condition) Status {
 		return Status{State: StateFailure, Description: couldNotApplyFor(why.Reason) + withoutElapsed(oneLine(why.Message))}
@@ -211,12 +213,13 @@ func stage(in Input) (Status, bool) {
 		return failedToApply, true
 	}
 	if in.Unit.Ready.Status == "Unknown" && in.Latest != nil && in.Latest.State == StateFailure &&
-		strings.HasPrefix(in.Latest.Description, couldNotApplyFor(healthCheckFailed)) {
-		// The release was applied and failed its health checks; Flux
-		// reconciles again, Ready Unknown meanwhile. No stage moved until it
-		// says how that went. (After a failure to build or apply, the apply
-		// now done is news.)
-		return Status{Description: "Flux is checking " + in.Pin + " again after its health checks failed"}, false
+		strings.HasPrefix(in.Latest.Description, couldNotApplyPrefix(in.Project, in.Version)) {
+		// Flux failed this release after applying it (its health checks, or
+		// a later build or apply of the same revision), and reconciles
+		// again, Ready Unknown meanwhile: it records a revision as applied
+		// only with Ready True, so Unknown here is always that retry. No
+		// stage moved until it says how that went.
+		return Status{Description: "Flux is reconciling " + in.Pin + " again after it failed"}, false
 	}
 	if len(in.Members) == 0 {
 		if in.Unit.Ready.Status == "True" {

@@ -202,10 +202,14 @@ func TestDecide(t *testing.T) {
 			i.Unit = applied("Unknown")
 			i.Latest = &Status{State: StateInProgress, Description: "applied by Flux", EnvironmentURL: "https://old.example"}
 		}), StateInProgress, "applied by Flux"},
-		{"a failure is not final: Flux retries", in(func(i *Input) {
+		{"a failure is not final: Flux retries, nothing until it says how", in(func(i *Input) {
 			i.Unit = applied("Unknown")
 			i.Latest = &Status{State: StateFailure, Description: "Flux could not apply auth 1.4.0: BuildFailed: x"}
-		}), StateInProgress, "applied by Flux"},
+		}), "", ""},
+		{"a failure is not final: the retry passed", in(func(i *Input) {
+			i.Unit = applied("True")
+			i.Latest = &Status{State: StateFailure, Description: "Flux could not apply auth 1.4.0: BuildFailed: x"}
+		}), StateSuccess, "auth 1.4.0 applied by Flux and ready"},
 		{"success takes nothing more", in(func(i *Input) {
 			i.Unit = applied("False")
 			i.Unit.Ready.Reason = "HealthCheckFailed"
