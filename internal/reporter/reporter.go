@@ -16,8 +16,9 @@ import (
 // repository's newest; 5 pages are its 500 newest.
 const maxDeploymentPages = 5
 
-// unseenRetry is how long a repository the installation cannot see is left
-// alone: GitHub charges its 404, and a quiet pass costs nothing.
+// unseenRetry is how long a repository the installation cannot see, or a
+// Deployment GitHub refused a read or a write of, is left alone: GitHub
+// charges the refusal, and a quiet pass costs nothing.
 const unseenRetry = 10 * time.Minute
 
 // GateReader reads the Release Gate's warmup records.
@@ -42,6 +43,15 @@ type Reporter struct {
 	// skipped keeps, per unit, why it was last skipped, so the reason is
 	// logged once rather than every pass.
 	skipped map[string]string
+	// refused holds, per unit, the Deployment GitHub last refused a read or
+	// a write of, and when.
+	refused map[string]refusedDeployment
+}
+
+type refusedDeployment struct {
+	id  int64
+	at  time.Time
+	err error
 }
 
 // Pass looks at every unit once and writes every status that moved. A unit
@@ -148,8 +158,12 @@ func (p *pass) unit(ctx context.Context, u UnitObject) error {
 // report reads the Rollout's Deployment's statuses and the members, and
 // writes the status the cluster shows when it moved.
 func (p *pass) report(ctx context.Context, u UnitObject, rollout Rollout, source Source, d Deployment) error {
+	if err := p.r.stillRefused(u.Name, d.ID); err != nil {
+		return err
+	}
 	statuses, err := p.r.Deployments.Statuses(ctx, rollout.Repository, d.ID)
 	if err != nil {
+		p.r.markRefused(u.Name, d.ID, err)
 		return err
 	}
 	in := Input{
@@ -174,6 +188,7 @@ func (p *pass) report(ctx context.Context, u UnitObject, rollout Rollout, source
 		return nil
 	}
 	if err := p.r.Deployments.Write(ctx, rollout.Repository, d.ID, decision.Status, statuses.LogURL); err != nil {
+		p.r.markRefused(u.Name, d.ID, err)
 		return err
 	}
 	p.r.Logger.Info("deployment status written", slog.String("unit", u.Name), slog.String("repository", rollout.Repository.String()),
@@ -261,6 +276,33 @@ func (r *Reporter) markUnseen(repo githubapp.Repository, err error) {
 	r.unseen[repo] = unseenRepo{at: r.now(), err: err}
 }
 
+// stillRefused returns the refusal the unit's Deployment id met less than
+// unseenRetry ago, and nil when it may be asked again. A new release's
+// Deployment is asked at once.
+func (r *Reporter) stillRefused(unit string, id int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref, ok := r.refused[unit]
+	if !ok || ref.id != id || r.now().Sub(ref.at) >= unseenRetry {
+		delete(r.refused, unit)
+		return nil
+	}
+	return ref.err
+}
+
+// markRefused remembers err when GitHub refused the unit's Deployment id.
+func (r *Reporter) markRefused(unit string, id int64, err error) {
+	if !errors.Is(err, ErrRefused) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refused == nil {
+		r.refused = map[string]refusedDeployment{}
+	}
+	r.refused[unit] = refusedDeployment{id: id, at: r.now(), err: err}
+}
+
 // skip logs why a unit is not reported on, once per reason.
 func (r *Reporter) skip(unit, why string) {
 	r.mu.Lock()
@@ -296,6 +338,11 @@ func (r *Reporter) forgetGone(units []UnitObject) {
 	for name := range r.skipped {
 		if !present[name] {
 			delete(r.skipped, name)
+		}
+	}
+	for name := range r.refused {
+		if !present[name] {
+			delete(r.refused, name)
 		}
 	}
 }

@@ -315,12 +315,23 @@ func TestAUnitGitHubRefusesIsSkipped(t *testing.T) {
 	docs := twoUnits(w)
 	w.fake.ArchiveRepository(repo)
 	w.pass(r)
+	w.pass(r) // reads again what docs' first write changed
+	used := w.fake.RateLimitUsed()
 	w.pass(r)
 	if got := w.latest("acme/docs", docs); got.State != StateSuccess {
 		t.Fatalf("docs beside the refused unit: %+v", got)
 	}
 	if n := strings.Count(w.logs.String(), `"msg":"unit skipped","unit":"project-auth"`); n != 1 {
 		t.Fatalf("the refused unit was logged %d times, want once:\n%s", n, w.logs)
+	}
+	// GitHub charges a refusal: the refused write waits unseenRetry.
+	if n := w.fake.RateLimitUsed() - used; n != 0 {
+		t.Fatalf("the pass after a refusal spent %d rate-limit units, want 0", n)
+	}
+	r.Now = func() time.Time { return time.Now().Add(unseenRetry) }
+	w.pass(r)
+	if w.fake.RateLimitUsed() == used {
+		t.Fatal("the refused write was not tried again after unseenRetry")
 	}
 	// Every unit refused is the App's doing, and fails the pass.
 	w.fake.ArchiveRepository("acme/docs")
