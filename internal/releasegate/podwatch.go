@@ -30,8 +30,7 @@ type PodWatch struct {
 	mu      sync.Mutex
 	lastErr error
 	// broken is set when the watch fails after it had listed once. Until a
-	// list succeeds again (client-go lists before it watches again), what
-	// it holds may be long gone.
+	// list or a watch gets through again, what it holds may be long gone.
 	broken bool
 
 	stopped chan struct{}
@@ -72,13 +71,29 @@ func watchPods(ctx context.Context, list cache.ListWithContextFunc, watchFrom ca
 		}
 		return obj, err
 	}
-	informer := cache.NewSharedIndexInformer(listsFirst{&cache.ListWatch{ListWithContextFunc: listed, WatchFuncWithContext: watchFrom}},
+	// client-go retries a watch the API server refused for the moment
+	// (connection refused, 429) on its own, without a word to the handler
+	// below, and serves what it last saw meanwhile: that is stale too,
+	// until a watch or a list gets through. A watch is asked for only after
+	// a list or from the version the last watch reached, so once it gets
+	// through it delivers every change since.
+	watched := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		wi, err := watchFrom(ctx, o)
+		w.mu.Lock()
+		w.broken = err != nil
+		if err != nil {
+			w.lastErr = err
+		}
+		w.mu.Unlock()
+		return wi, err
+	}
+	informer := cache.NewSharedIndexInformer(listsFirst{&cache.ListWatch{ListWithContextFunc: listed, WatchFuncWithContext: watched}},
 		&corev1.Pod{}, 0, cache.Indexers{})
 	w.informer = informer
 	// The failure is kept for the error FlaggerPods gives until the first
 	// list, and logged as client-go logs it; the informer retries on its own.
-	// client-go calls it when a list or a watch fails, not when a watch
-	// merely ends: after the first list, it marks what the watch holds as
+	// client-go calls it when a list fails or a watch is refused for good
+	// (403, say): after the first list, it marks what the watch holds as
 	// stale until a list succeeds.
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		w.mu.Lock()

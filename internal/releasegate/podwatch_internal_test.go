@@ -3,7 +3,9 @@ package releasegate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,5 +84,53 @@ func TestAWatchThatCannotListAgainAdmitsNoOne(t *testing.T) {
 	eventually("the watch following the pods again", func() bool {
 		got, err := w.FlaggerPods()
 		return err == nil && len(got) == 2
+	})
+}
+
+// A watch the API server refuses for the moment (connection refused, 429)
+// client-go retries without telling anyone; the pods seen before admit no
+// one meanwhile, and do again once a watch gets through.
+func TestAWatchRetryingAfterARefusalAdmitsNoOne(t *testing.T) {
+	cp := testenv.Shared(t)
+	ns := cp.Namespace(t)
+	ctx := t.Context()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "flagger-0", Namespace: ns, Labels: map[string]string{"app": "flagger"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "flagger", Image: "flagger"}}},
+	}
+	if _, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sel := labels.SelectorFromSet(labels.Set{"app": "flagger"})
+	pods := cp.Kube.CoreV1().Pods(ns)
+	var refused atomic.Bool
+	refused.Store(true)
+	w := watchPods(ctx, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		o.LabelSelector = sel.String()
+		return pods.List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		if refused.Load() {
+			return nil, fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED)
+		}
+		o.LabelSelector = sel.String()
+		return pods.Watch(ctx, o)
+	}, ns, sel, nil)
+
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened", what)
+			}
+		}
+	}
+	eventually("the watch read as stale while it cannot watch", func() bool {
+		_, err := w.FlaggerPods()
+		return errors.Is(err, ErrCallersStale) && w.informer.HasSynced()
+	})
+	refused.Store(false)
+	eventually("the watch admitting Flagger's pod again", func() bool {
+		got, err := w.FlaggerPods()
+		return err == nil && len(got) == 1
 	})
 }
