@@ -109,14 +109,26 @@ func ParseName(name string) (Generation, error) {
 // Rollback copies older than RollbackKeep at now. Names of other methods,
 // temporary names and anything else are never chosen, nor is a generation
 // stamped after now: a clock that ran ahead wrote it, and ranked it would
-// push out the generation this run just wrote. The result is sorted.
-func Prune(names []string, method string, retain int, now time.Time) []string {
+// push out the generation this run just wrote. written, the name this run
+// wrote, is never chosen and takes the first of the retain places, whatever
+// its time: a clock stepped back since an earlier run stamps it older than
+// that run's. The result is sorted.
+func Prune(names []string, method string, retain int, now time.Time, written string) []string {
 	var scheduled []Generation
 	byGen := map[Generation]string{}
 	var doomed []string
+	if retain < 1 {
+		retain = 1 // never prune the last scheduled generation, whatever the caller says
+	}
 	for _, name := range names {
 		g, err := ParseName(name)
 		if err != nil || g.Method != method || g.Name() != name {
+			continue
+		}
+		if name == written {
+			if g.Request == "" {
+				retain--
+			}
 			continue
 		}
 		byGen[g] = name
@@ -132,9 +144,6 @@ func Prune(names []string, method string, retain int, now time.Time) []string {
 		scheduled = append(scheduled, g)
 	}
 	slices.SortFunc(scheduled, func(a, b Generation) int { return b.Time.Compare(a.Time) })
-	if retain < 1 {
-		retain = 1 // never prune the last scheduled generation, whatever the caller says
-	}
 	for _, g := range scheduled[min(retain, len(scheduled)):] {
 		doomed = append(doomed, byGen[g])
 	}

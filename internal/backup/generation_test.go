@@ -121,7 +121,37 @@ func TestPrune(t *testing.T) {
 				g, _ := ParseName(c.files[0])
 				method = g.Method
 			}
-			got := Prune(c.files, method, c.retain, t0)
+			got := Prune(c.files, method, c.retain, t0, "")
+			want := slices.Clone(c.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("pruned %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// The generation a run wrote is never pruned by that run, and takes the
+// first of the retain places: after the clock stepped back, an earlier run's
+// generation can be stamped later than it.
+func TestPruneKeepsWhatThisRunWrote(t *testing.T) {
+	day := 24 * time.Hour
+	sched := func(ago time.Duration) string { return Generation{Method: "files", Time: t0.Add(-ago)}.Name() }
+	rollback := Generation{Method: "files", Time: t0, Request: "rb-1"}.Name()
+	cases := []struct {
+		name    string
+		files   []string
+		retain  int
+		written string
+		want    []string
+	}{
+		{"kept though stamped older than the others", []string{sched(0), sched(time.Hour), sched(day)}, 2, sched(day), []string{sched(time.Hour)}},
+		{"retain 1 keeps it alone", []string{sched(0), sched(time.Hour)}, 1, sched(time.Hour), []string{sched(0)}},
+		{"a Rollback copy it wrote takes no place", []string{sched(0), sched(time.Hour), sched(day), rollback}, 2, rollback, []string{sched(day)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Prune(c.files, "files", c.retain, t0, c.written)
 			want := slices.Clone(c.want)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {

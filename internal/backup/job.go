@@ -109,7 +109,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return result, err
 	}
-	doomed := Prune(names, method, j.Retain, now())
+	doomed := Prune(names, method, j.Retain, now(), g.Name())
 	if err := claim.Remove(doomed); err != nil {
 		return result, err
 	}

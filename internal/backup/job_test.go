@@ -306,7 +306,7 @@ func TestARunKilledBeforeTheRenameLeavesNoGeneration(t *testing.T) {
 	if len(leftovers) != 1 {
 		t.Fatalf("expected the killed run's temporary file, found %q", leftovers)
 	}
-	if got := Prune([]string{leftovers[0]}, "files", 1, time.Now()); len(got) != 0 {
+	if got := Prune([]string{leftovers[0]}, "files", 1, time.Now(), ""); len(got) != 0 {
 		t.Fatalf("the pruner would take %q", got)
 	}
 

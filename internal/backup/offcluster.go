@@ -252,9 +252,10 @@ func CopyNames(names []string) []Generation {
 }
 
 // PruneCopies decides which copies at the destination to delete after a run
-// of method: the method's scheduled copies beyond the newest retain. Names
-// that are not copies are never chosen.
-func PruneCopies(names []string, method string, retain int, now time.Time) []string {
+// of method: the method's scheduled copies beyond the newest retain, the
+// copy of written, this run's generation, kept first as Prune keeps it.
+// Names that are not copies are never chosen.
+func PruneCopies(names []string, method string, retain int, now time.Time, written string) []string {
 	var stems []string
 	for _, name := range names {
 		stem, ok := strings.CutSuffix(name, CopySuffix)
@@ -269,7 +270,7 @@ func PruneCopies(names []string, method string, retain int, now time.Time) []str
 		}
 		stems = append(stems, stem)
 	}
-	doomed := Prune(stems, method, retain, now)
+	doomed := Prune(stems, method, retain, now, written)
 	for i := range doomed {
 		doomed[i] += CopySuffix
 	}
@@ -369,7 +370,7 @@ func (o OffClusterCopy) Copy(ctx context.Context, g Generation, path string) err
 	if err != nil {
 		return fmt.Errorf("list %s: %w", o.Destination, err)
 	}
-	doomed := PruneCopies(names, g.Method, o.Retain, now())
+	doomed := PruneCopies(names, g.Method, o.Retain, now(), g.Name())
 	for _, name := range doomed {
 		if err := o.Store.Remove(ctx, o.Destination.listPrefix()+name); err != nil {
 			return fmt.Errorf("prune %s: %w", name, err)

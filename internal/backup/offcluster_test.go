@@ -139,11 +139,20 @@ func TestPruneCopies(t *testing.T) {
 		"postgres-20261020T024500Z.sql.gz.age", "files-20261020T024500Z.tar.gz", "notes.txt", ".partial-x",
 		"rollback-rb-7-files-20261001T024500Z.tar.gz.age", // put there by hand, older than 7 days
 	}
-	got := PruneCopies(names, "files", 2, now)
+	got := PruneCopies(names, "files", 2, now, "files-20261026T024500Z.tar.gz")
 	if want := []string{"files-20261024T024500Z.tar.gz.age"}; !slices.Equal(got, want) {
 		t.Fatalf("pruned %q, want %q", got, want)
 	}
-	if got := PruneCopies(names, "postgres", 1, now); len(got) != 0 {
+	if got := PruneCopies(names, "postgres", 1, now, ""); len(got) != 0 {
+		t.Fatalf("pruned the only postgres copy: %q", got)
+	}
+	// Written by this run under a clock stepped back: kept, and the copy
+	// stamped later goes in its place.
+	if got, want := PruneCopies(names, "files", 1, now, "files-20261024T024500Z.tar.gz"), []string{
+		"files-20261025T024500Z.tar.gz.age", "files-20261026T024500Z.tar.gz.age"}; !slices.Equal(got, want) {
+		t.Fatalf("pruned %q, want %q", got, want)
+	}
+	if got := PruneCopies(names, "postgres", 1, now, ""); len(got) != 0 {
 		t.Fatalf("pruned the only postgres copy: %q", got)
 	}
 	gens := CopyNames(names)
