@@ -348,20 +348,28 @@ func (o OffClusterCopy) Copy(ctx context.Context, g Generation, path string) err
 	}
 
 	key := o.Destination.Key(g.Name())
-	sent, err := o.upload(ctx, path, filepath.Join(staging, g.Name()+CopySuffix), key)
-	if err != nil {
-		return err
-	}
-	if err := o.readBack(ctx, key, sent); err != nil {
-		// What this run stored and could not verify must not stand among
-		// the verified copies: it would take a place in retention and be
-		// offered to restore and to the drill as the newest.
+	// What this run stored and could not verify must not stand among the
+	// verified copies: it would take a place in retention and be offered to
+	// restore and to the drill as the newest. That includes an upload whose
+	// answer was lost after the provider had completed the object. The key
+	// names this run's generation, so no other run's copy is under it.
+	removeUnverified := func(err error) error {
 		removeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeUnverifiedTimeout)
 		defer cancel()
 		if rmErr := o.Store.Remove(removeCtx, key); rmErr != nil {
 			return fmt.Errorf("%w; removing the unverified copy failed too: %w", err, rmErr)
 		}
 		return err
+	}
+	sent, err := o.upload(ctx, path, filepath.Join(staging, g.Name()+CopySuffix), key)
+	if errors.As(err, new(mayBeStored)) {
+		return removeUnverified(err)
+	}
+	if err != nil {
+		return err
+	}
+	if err := o.readBack(ctx, key, sent); err != nil {
+		return removeUnverified(err)
 	}
 	logger.Info("copied the generation off the cluster", "generation", g.Name(), "destination", o.Destination.String(),
 		"key", key, "bytes", sent.size, "parts", len(sent.parts), "seconds", now().Sub(started).Seconds())
@@ -525,7 +533,7 @@ func (o OffClusterCopy) sendParts(ctx context.Context, staged *os.File, key stri
 		if p.Number == 1 && p.last {
 			// The whole copy is this one part: one PUT.
 			if err := o.Store.Put(ctx, key, io.NewSectionReader(staged, 0, p.Size), p.Size, p.Sums); err != nil {
-				return sentCopy{}, fmt.Errorf("upload %s: %w", key, err)
+				return sentCopy{}, mayBeStored{fmt.Errorf("upload %s: %w", key, err)}
 			}
 			return sentCopy{size: p.Size, whole: p.Sums}, nil
 		}
@@ -571,10 +579,17 @@ func (o OffClusterCopy) sendParts(ctx context.Context, staged *os.File, key stri
 		return abort(errors.New("the copy was not staged whole"))
 	}
 	if err := o.Store.CompleteMultipart(ctx, key, upload, parts, etags); err != nil {
-		return abort(fmt.Errorf("complete the upload of %s: %w", key, err))
+		return abort(mayBeStored{fmt.Errorf("complete the upload of %s: %w", key, err)})
 	}
 	return sentCopy{size: splitter.offset + splitter.filled, parts: parts}, nil
 }
+
+// mayBeStored marks an upload that failed at the request that stores the
+// object (the PUT, or the multipart's completion): the provider may have
+// carried it out though its answer never came back.
+type mayBeStored struct{ error }
+
+func (m mayBeStored) Unwrap() error { return m.error }
 
 // uploadsInFlight is how many parts upload at once: enough to keep the link
 // busy while a part's request is answered, each read from the staged file

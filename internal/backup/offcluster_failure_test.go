@@ -50,6 +50,55 @@ func TestAnUnverifiedCopyIsRemoved(t *testing.T) {
 	}
 }
 
+// lostAnswer is a store that completes every upload and loses the answer,
+// as a connection cut after the provider joined the parts does.
+type lostAnswer struct{ ObjectStore }
+
+var errAnswerLost = errors.New("connection reset by peer")
+
+func (l lostAnswer) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, sums Sums) error {
+	if err := l.ObjectStore.Put(ctx, key, body, size, sums); err != nil {
+		return err
+	}
+	return errAnswerLost
+}
+
+func (l lostAnswer) CompleteMultipart(ctx context.Context, key, upload string, parts []Part, etags []string) error {
+	if err := l.ObjectStore.CompleteMultipart(ctx, key, upload, parts, etags); err != nil {
+		return err
+	}
+	return errAnswerLost
+}
+
+// An upload whose answer was lost fails the run, and what the provider may
+// have stored under its key is removed: it was never read back.
+func TestACopyWhoseUploadAnswerWasLostIsRemoved(t *testing.T) {
+	f := newFixture(t)
+	source := t.TempDir()
+	writeSource(t, source, map[string][]byte{"a.txt": []byte("alpha")})
+	claim := t.TempDir()
+	if _, err := copyJob(claim, source, 2, 0, f.copier(t, f.store(t, ""), 2, MinPartSize)).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	verified := f.keys(t)
+	for i, multipart := range []bool{false, true} {
+		if multipart {
+			big := make([]byte, 2*MinPartSize) // random: it does not compress
+			if _, err := rand.Read(big); err != nil {
+				t.Fatal(err)
+			}
+			writeSource(t, source, map[string][]byte{"big.bin": big})
+		}
+		_, err := copyJob(claim, source, 2, i+1, f.copier(t, lostAnswer{f.store(t, "")}, 2, MinPartSize)).Run(context.Background())
+		if !errors.Is(err, errAnswerLost) {
+			t.Fatalf("multipart %v: want the lost answer, got %v", multipart, err)
+		}
+		if got := f.keys(t); !slices.Equal(got, verified) {
+			t.Fatalf("multipart %v: the destination holds %q, want the verified copy %q alone", multipart, got, verified)
+		}
+	}
+}
+
 // refusing is a store that refuses every upload, as one does to a wrong key.
 type refusing struct{ ObjectStore }
 
