@@ -114,13 +114,6 @@ func Next(committed *Snapshot, cluster string, facts Facts, now time.Time) (Snap
 		return Snapshot{}, "", false, fmt.Errorf("%w: it is %q's and this Collector captures %q", ErrOtherCluster, committed.Cluster, cluster)
 	}
 	if committed != nil && committed.Facts().Equal(facts) {
-		if committed.legacyBackups {
-			// Nothing moved, but the file carries what deploy-kit's schema
-			// now refuses: written again without it, captured when it was.
-			kept := *committed
-			kept.legacyBackups = false
-			return kept, fmt.Sprintf("cluster-state: %s: drop the backups list older snapshots carried", cluster), true, nil
-		}
 		return *committed, "", false, nil
 	}
 	next := NewSnapshot(cluster, facts, now)

@@ -43,10 +43,6 @@ type Snapshot struct {
 	CapturedAt string      `json:"capturedAt" yaml:"capturedAt"`
 	Bindings   []Binding   `json:"bindings" yaml:"bindings"`
 	Placements []Placement `json:"placements" yaml:"placements"`
-	// legacyBackups: the document read carried an older snapshot's backups
-	// list, which deploy-kit's schema now refuses; it is written again
-	// without it.
-	legacyBackups bool
 }
 
 // Facts are the snapshot's facts, normalized.
@@ -89,13 +85,11 @@ func Decode(data []byte) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, &RefusedError{Reason: err.Error()}
 	}
-	legacy := false
 	if m, ok := doc.(map[string]any); ok {
 		// Only the list it was: a backups key of any other shape is not an
 		// older snapshot's, and the schema refuses it.
 		if _, isList := m[legacyBackups].([]any); isList {
 			delete(m, legacyBackups)
-			legacy = true
 		}
 	}
 	if err := Validate(doc); err != nil {
@@ -108,7 +102,6 @@ func Decode(data []byte) (Snapshot, error) {
 	if major, _, _ := strings.Cut(s.SchemaVersion, "."); major != schemaMajor {
 		return Snapshot{}, &RefusedError{Reason: fmt.Sprintf("schemaVersion %s is not %s.x, which this Collector writes", s.SchemaVersion, schemaMajor)}
 	}
-	s.legacyBackups = legacy
 	return s, nil
 }
 
