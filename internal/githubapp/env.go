@@ -41,6 +41,11 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error)) 
 		return Config{}, fmt.Errorf("%s: set it or %s, not both", EnvPrivateKey, EnvPrivateKeyFile)
 	case file != "":
 		name = EnvPrivateKeyFile
+		if strings.Contains(file, "-----BEGIN") || strings.ContainsAny(file, "\r\n") {
+			// A key pasted where its file's path goes: an error quoting the
+			// "path" would write the key to the log.
+			return Config{}, fmt.Errorf("%s: holds a key, not a file's path (set %s for a key itself)", EnvPrivateKeyFile, EnvPrivateKey)
+		}
 		data, err := readFile(file)
 		if err != nil {
 			return Config{}, fmt.Errorf("%s: %w", EnvPrivateKeyFile, err)

@@ -76,7 +76,16 @@ func apiRoot(raw string) (*url.URL, error) {
 		raw = DefaultAPIURL
 	}
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	if err != nil {
+		// The parser's error quotes the value, which may hold a password.
+		return nil, errors.New("the GitHub API URL does not parse")
+	}
+	if u.User != nil {
+		// The App signs in with its key; a password here would only reach
+		// the logs in go-github's errors, which print the request's URL.
+		return nil, fmt.Errorf("the GitHub API URL %s carries credentials", u.Redacted())
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("GitHub API URL %q is not an http(s) URL", raw)
 	}
 	if !strings.HasSuffix(u.Path, "/") {

@@ -210,6 +210,9 @@ func TestFromEnv(t *testing.T) {
 		{"key file missing", map[string]string{"GITHUB_APP_PRIVATE_KEY": "", "GITHUB_APP_PRIVATE_KEY_FILE": keyFile + ".gone"}, "GITHUB_APP_PRIVATE_KEY_FILE"},
 		{"key not a key", map[string]string{"GITHUB_APP_PRIVATE_KEY": "hello"}, "GITHUB_APP_PRIVATE_KEY:"},
 		{"bad API URL", map[string]string{"GITHUB_API_URL": "github.example.com"}, "GITHUB_API_URL"},
+		{"API URL with a password", map[string]string{"GITHUB_API_URL": "https://app:hunter2@github.example.com/api/v3"}, "carries credentials"},
+		{"API URL that does not parse", map[string]string{"GITHUB_API_URL": "https://app:hunter2@github.example.com:port/"}, "does not parse"},
+		{"a key where its file's path goes", map[string]string{"GITHUB_APP_PRIVATE_KEY": "", "GITHUB_APP_PRIVATE_KEY_FILE": string(fake.PrivateKeyPEM)}, "holds a key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -222,6 +225,12 @@ func TestFromEnv(t *testing.T) {
 			}
 			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) && !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+			}
+			// The error goes to the log: no secret of the environment in it.
+			for _, secret := range []string{"hunter2", "PRIVATE KEY", string(fake.PrivateKeyPEM[40:80])} {
+				if strings.Contains(err.Error(), secret) {
+					t.Fatalf("the error quotes a secret: %v", err)
+				}
 			}
 		})
 	}
