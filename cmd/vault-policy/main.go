@@ -53,6 +53,10 @@ func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
 	}
 
 	sum, err := vaultpolicy.Apply(ctx, &vaultpolicy.Client{API: client, AuthPath: vault.AuthPath}, render, vault.Role, log)
+	if errors.Is(err, vaultpolicy.ErrRefused) {
+		log.Error("refused: nothing applied", slog.String("dir", dir), slog.String("error", err.Error()))
+		return 1
+	}
 	if err != nil {
 		attrs := []any{slog.String("error", err.Error())}
 		if call, ok := errors.AsType[*vaultpolicy.CallError](err); ok {

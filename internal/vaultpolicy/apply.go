@@ -52,9 +52,17 @@ type Summary struct {
 
 // Apply makes Vault hold the render: each identity's policy, then its role,
 // written only where Vault holds something else. The first failing call stops
-// the run; nothing after it is attempted. own is the role the job logs in as.
+// the run; nothing after it is attempted. own is the role the job logs in as;
+// a render that names it is refused before Vault is touched.
 func Apply(ctx context.Context, v Vault, render Render, own string, log *slog.Logger) (Summary, error) {
 	var sum Summary
+	for _, e := range render.Entries {
+		if e.Name() == own {
+			// Rewritten, the job's own grant would be an identity's: the
+			// run would lose it half way, and every run after it.
+			return sum, fmt.Errorf("%w: %s is the role this job logs in as", ErrRefused, own)
+		}
+	}
 	for _, e := range render.Entries {
 		name := e.Name()
 		text, found, err := v.ReadPolicy(ctx, name)

@@ -289,6 +289,20 @@ path "auth/kubernetes/role/*" { capabilities = ["read", "create", "update"] }`
 	}
 }
 
+// A render naming the role the job logs in as is refused before any call:
+// written, the job's grant would be an identity's.
+func TestApplyRefusesToRewriteItsOwnLogin(t *testing.T) {
+	job := &recording{}
+	render := loadSet(t, "auth")
+	own := render.Entries[0].Name()
+	if _, err := Apply(context.Background(), job, render, own, discard()); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), own) {
+		t.Fatalf("error %v, want the render refused for naming %s", err, own)
+	}
+	if len(job.calls) != 0 {
+		t.Fatalf("calls %q before the refusal", job.calls)
+	}
+}
+
 func TestApplyStopsWhenVaultIsGone(t *testing.T) {
 	v := newVault(t)
 	job := jobVault(t, v)
