@@ -57,31 +57,23 @@ func TestAWatchThatCannotListAgainAdmitsNoOne(t *testing.T) {
 		return pods.Watch(ctx, o)
 	}, ns, sel, nil)
 
-	eventually := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never happened", what)
-			}
-		}
-	}
 	if _, err := w.FlaggerPods(); err != nil && !errors.Is(err, ErrCallersStale) {
-		eventually("the first list", func() bool { _, err := w.FlaggerPods(); return err == nil || errors.Is(err, ErrCallersStale) })
+		eventually(t, "the first list", func() bool { _, err := w.FlaggerPods(); return err == nil || errors.Is(err, ErrCallersStale) })
 	}
 	listRefused.Store(true)
-	eventually("the watch read as stale once refused", func() bool {
+	eventually(t, "the watch read as stale once refused", func() bool {
 		_, err := w.FlaggerPods()
 		return errors.Is(err, ErrCallersStale)
 	})
 	// A list that succeeds ends it, though nothing in the cluster moved.
 	refused.Store(false)
 	listRefused.Store(false)
-	eventually("the watch listing the pods again", func() bool {
+	eventually(t, "the watch listing the pods again", func() bool {
 		got, err := w.FlaggerPods()
 		return err == nil && len(got) == 1
 	})
 	flaggerPod("flagger-1")
-	eventually("the watch following the pods again", func() bool {
+	eventually(t, "the watch following the pods again", func() bool {
 		got, err := w.FlaggerPods()
 		return err == nil && len(got) == 2
 	})
@@ -116,21 +108,23 @@ func TestAWatchRetryingAfterARefusalAdmitsNoOne(t *testing.T) {
 		return pods.Watch(ctx, o)
 	}, ns, sel, nil)
 
-	eventually := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never happened", what)
-			}
-		}
-	}
-	eventually("the watch read as stale while it cannot watch", func() bool {
+	eventually(t, "the watch read as stale while it cannot watch", func() bool {
 		_, err := w.FlaggerPods()
 		return errors.Is(err, ErrCallersStale) && w.informer.HasSynced()
 	})
 	refused.Store(false)
-	eventually("the watch admitting Flagger's pod again", func() bool {
+	eventually(t, "the watch admitting Flagger's pod again", func() bool {
 		got, err := w.FlaggerPods()
 		return err == nil && len(got) == 1
 	})
+}
+
+// eventually waits up to 30 s for ok, failing the test with what.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never happened", what)
+		}
+	}
 }
