@@ -335,6 +335,22 @@ func TestASuperuserHolderIsRefused(t *testing.T) {
 	}
 }
 
+// A data role made before the catalog with more than its grants (here one
+// that can log in and bypass row security) is refused: every login Vault
+// issues would take it on. Nothing is changed.
+func TestADataRoleWithPowersIsRefused(t *testing.T) {
+	f := newFixture(t)
+	f.pg.Psql(t, "postgres", `CREATE ROLE "auth-data" LOGIN BYPASSRLS;`)
+	_, statements, _, err := f.apply(t, f.catalog("auth"))
+	step, ok := errors.AsType[*StepError](err)
+	if !ok || step.Database != "auth_db" || step.Step != StepRoles || !strings.Contains(err.Error(), "LOGIN, BYPASSRLS") {
+		t.Fatalf("error %v, want auth_db refused at the roles step", err)
+	}
+	if ch := changes(statements); len(ch) != 0 {
+		t.Errorf("sent %s", fmtList(ch))
+	}
+}
+
 // A failing Vault write names the database and the Vault step; PostgreSQL
 // keeps what it committed.
 func TestVaultFailureNamesTheStep(t *testing.T) {

@@ -48,9 +48,31 @@ const (
 	defaultSchemas   = "n"
 )
 
-// Role is a role as far as the catalog cares.
+// Role is a role as far as the catalog cares: the attributes that let it do
+// more than its grants say.
 type Role struct {
-	Superuser bool `json:"superuser"`
+	Superuser   bool `json:"superuser"`
+	Login       bool `json:"login"`
+	CreateRole  bool `json:"createRole"`
+	CreateDB    bool `json:"createDB"`
+	Replication bool `json:"replication"`
+	BypassRLS   bool `json:"bypassRLS"`
+}
+
+// powers names the attributes r holds that a Project's role, created
+// NOLOGIN with nothing more, never does. Every data login Vault issues takes
+// the data role on, with whatever it holds.
+func (r Role) powers() []string {
+	var out []string
+	for _, a := range []struct {
+		held bool
+		name string
+	}{{r.Login, "LOGIN"}, {r.CreateRole, "CREATEROLE"}, {r.CreateDB, "CREATEDB"}, {r.Replication, "REPLICATION"}, {r.BypassRLS, "BYPASSRLS"}} {
+		if a.held {
+			out = append(out, a.name)
+		}
+	}
+	return out
 }
 
 // Shared is what the server-wide catalogs say about one Project: its two
@@ -149,6 +171,9 @@ func PlanShared(p Project, s Shared) (roles []Statement, createDatabase *Stateme
 			roles = append(roles, Statement{StepRoles, "CREATE ROLE " + ident(r.name) + " NOLOGIN"})
 		case r.have.Superuser:
 			return nil, nil, nil, &Refusal{StepRoles, fmt.Sprintf("role %s is a superuser; a Project's role never is", r.name)}
+		case len(r.have.powers()) > 0:
+			return nil, nil, nil, &Refusal{StepRoles, fmt.Sprintf("role %s holds %s; a Project's role holds none of them",
+				r.name, strings.Join(r.have.powers(), ", "))}
 		}
 	}
 	d := s.Database

@@ -139,6 +139,16 @@ func TestPlanShared(t *testing.T) {
 		name:       "a data role that is a superuser is refused",
 		state:      func(s *Shared) { s.Data.Superuser = true },
 		refuseStep: StepRoles, refuseText: "auth-data is a superuser",
+	}, {
+		name:       "an owner role that can log in is refused",
+		state:      func(s *Shared) { s.Owner.Login = true },
+		refuseStep: StepRoles, refuseText: "auth-owner holds LOGIN;",
+	}, {
+		name: "a data role with powers beyond its grants is refused, each named",
+		state: func(s *Shared) {
+			s.Data.CreateRole, s.Data.CreateDB, s.Data.Replication, s.Data.BypassRLS = true, true, true, true
+		},
+		refuseStep: StepRoles, refuseText: "auth-data holds CREATEROLE, CREATEDB, REPLICATION, BYPASSRLS;",
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -78,8 +78,10 @@ WITH db AS (
     AND s.classid NOT IN ('pg_default_acl'::regclass, 'pg_user_mapping'::regclass)
 )
 SELECT json_build_object(
-  'owner', (SELECT json_build_object('superuser', rolsuper) FROM pg_roles WHERE rolname = $2),
-  'data', (SELECT json_build_object('superuser', rolsuper) FROM pg_roles WHERE rolname = $3),
+  'owner', (SELECT json_build_object('superuser', rolsuper, 'login', rolcanlogin, 'createRole', rolcreaterole,
+      'createDB', rolcreatedb, 'replication', rolreplication, 'bypassRLS', rolbypassrls) FROM pg_roles WHERE rolname = $2),
+  'data', (SELECT json_build_object('superuser', rolsuper, 'login', rolcanlogin, 'createRole', rolcreaterole,
+      'createDB', rolcreatedb, 'replication', rolreplication, 'bypassRLS', rolbypassrls) FROM pg_roles WHERE rolname = $3),
   'database', (SELECT json_build_object(
       'owner', r.rolname,
       'ownerSuperuser', r.rolsuper,
