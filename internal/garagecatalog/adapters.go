@@ -10,7 +10,7 @@ import (
 type Garage interface {
 	// GetKeyInfo returns the key with this id, its secret included; found is
 	// false when Garage holds no such key.
-	GetKeyInfo(ctx context.Context, id string) (key Credentials, found bool, err error)
+	GetKeyInfo(ctx context.Context, id string) (key HeldKey, found bool, err error)
 	// ListKeys lists Garage's keys.
 	ListKeys(ctx context.Context) ([]KeySummary, error)
 	// ImportKey gives Garage a key with this id and secret, named name. It
@@ -25,6 +25,13 @@ type Garage interface {
 	// AllowBucketKey turns on the permissions set in perm; the others keep
 	// their value.
 	AllowBucketKey(ctx context.Context, bucketID, keyID string, perm Permission) error
+}
+
+// HeldKey is a key as Garage holds it: its credentials, and whether its
+// expiration has passed, so that it no longer signs in.
+type HeldKey struct {
+	Credentials
+	Expired bool
 }
 
 // KeySummary is one of Garage's keys as ListKeys names it.

@@ -123,8 +123,8 @@ func (a *Applier) settleKey(ctx context.Context, k Key, sum *Summary) (Credentia
 				continue
 			}
 			sum.WrittenDown++
-			log.Info("key Garage holds under the Project's name written to Vault", slog.Any("key", held))
-			return held, nil
+			log.Info("key Garage holds under the Project's name written to Vault", slog.Any("key", held.Credentials))
+			return held.Credentials, nil
 		case KeyMint:
 			mint := a.Mint
 			if mint == nil {

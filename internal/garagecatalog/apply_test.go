@@ -320,6 +320,30 @@ func TestKeyGarageHoldsUnderTheProjectsNameIsWrittenDown(t *testing.T) {
 	w.assertNoSecretLogged(t)
 }
 
+// A key Vault's document names that has expired in Garage fails its
+// Project: kept, it would leave the Project a key that no longer signs in.
+// One named for the Project with no document is not written down either.
+func TestAnExpiredKeyFailsTheRun(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.run(t, knowledge); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := w.document(t, knowledge)
+	w.garage.ExpireKey(doc.AccessKeyID)
+	if _, err := w.run(t, knowledge); err == nil || !strings.Contains(err.Error(), doc.AccessKeyID+", which Vault's document names, has expired") {
+		t.Fatalf("a kept key that expired: %v", err)
+	}
+	id, _ := w.garage.HoldKey("media")
+	w.garage.ExpireKey(id)
+	if _, err := w.run(t, media); err == nil || !strings.Contains(err.Error(), id+" named media has expired") {
+		t.Fatalf("an expired key to write down: %v", err)
+	}
+	if _, ok := w.document(t, media); ok {
+		t.Error("an expired key was written down")
+	}
+	w.assertNoSecretLogged(t)
+}
+
 func TestTwoKeysUnderTheProjectsNameFailTheRun(t *testing.T) {
 	w := newWorld(t)
 	w.garage.HoldKey("knowledge")

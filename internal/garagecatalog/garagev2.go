@@ -131,22 +131,23 @@ func statusIs(err error, status int) bool {
 type keyInfoV2 struct {
 	AccessKeyID     string  `json:"accessKeyId"`
 	SecretAccessKey *string `json:"secretAccessKey"`
+	Expired         bool    `json:"expired"`
 }
 
 // GetKeyInfo implements Garage.
-func (g *GarageV2) GetKeyInfo(ctx context.Context, id string) (Credentials, bool, error) {
+func (g *GarageV2) GetKeyInfo(ctx context.Context, id string) (HeldKey, bool, error) {
 	var info keyInfoV2
 	err := g.call(ctx, http.MethodGet, "GetKeyInfo", url.Values{"id": {id}, "showSecretKey": {"true"}}, nil, &info)
 	if statusIs(err, http.StatusNotFound) {
-		return Credentials{}, false, nil
+		return HeldKey{}, false, nil
 	}
 	if err != nil {
-		return Credentials{}, false, err
+		return HeldKey{}, false, err
 	}
 	if info.AccessKeyID != id || info.SecretAccessKey == nil {
-		return Credentials{}, false, fmt.Errorf("garage GetKeyInfo: the answer for key %s lacks the key or its secret", id)
+		return HeldKey{}, false, fmt.Errorf("garage GetKeyInfo: the answer for key %s lacks the key or its secret", id)
 	}
-	return Credentials{AccessKeyID: id, SecretAccessKey: *info.SecretAccessKey}, true, nil
+	return HeldKey{Credentials: Credentials{AccessKeyID: id, SecretAccessKey: *info.SecretAccessKey}, Expired: info.Expired}, true, nil
 }
 
 // ListKeys implements Garage.

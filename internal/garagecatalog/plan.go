@@ -117,7 +117,7 @@ type KeyFacts struct {
 	Document *Credentials
 	// Held is Garage's key with the document's id; nil when Garage lacks it.
 	// Only read when Document is set.
-	Held *Credentials
+	Held *HeldKey
 	// Named are the ids of Garage's keys named for the Project, and Expired
 	// those of them Garage says have expired. Only read when Document is nil.
 	Named, Expired []string
@@ -137,6 +137,10 @@ func DecideKey(f KeyFacts) (KeyDecision, error) {
 			return KeyDecision{Action: KeyImport, KeyID: f.Document.AccessKeyID}, nil
 		case f.Held.SecretAccessKey != f.Document.SecretAccessKey:
 			return KeyDecision{}, fmt.Errorf("garage holds key %s with a secret other than Vault's document: refusing to choose between them", f.Document.AccessKeyID)
+		case f.Held.Expired:
+			// Kept, it would leave the Project a key that no longer signs
+			// in, and the run would say all is well.
+			return KeyDecision{}, fmt.Errorf("garage's key %s, which Vault's document names, has expired: renew it in Garage", f.Document.AccessKeyID)
 		default:
 			return KeyDecision{Action: KeyKeep, KeyID: f.Document.AccessKeyID}, nil
 		}

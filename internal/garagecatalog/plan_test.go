@@ -21,13 +21,15 @@ func TestDecideKey(t *testing.T) {
 		wantErr string
 	}{
 		{"a document whose key Garage holds with its secret is kept",
-			KeyFacts{Project: "p", Document: &docKey, Held: &docKey}, KeyDecision{Action: KeyKeep, KeyID: docKey.AccessKeyID}, ""},
+			KeyFacts{Project: "p", Document: &docKey, Held: &HeldKey{Credentials: docKey}}, KeyDecision{Action: KeyKeep, KeyID: docKey.AccessKeyID}, ""},
+		{"a document whose key has expired in Garage fails the run, never kept",
+			KeyFacts{Project: "p", Document: &docKey, Held: &HeldKey{Credentials: docKey, Expired: true}}, KeyDecision{}, "has expired: renew it"},
 		{"a document whose key Garage lacks is imported, so a rebuilt Garage hands out the same key",
 			KeyFacts{Project: "p", Document: &docKey}, KeyDecision{Action: KeyImport, KeyID: docKey.AccessKeyID}, ""},
 		{"a Garage holding the id with another secret fails the run",
-			KeyFacts{Project: "p", Document: &docKey, Held: &otherKey}, KeyDecision{}, "secret other than Vault's"},
+			KeyFacts{Project: "p", Document: &docKey, Held: &HeldKey{Credentials: otherKey}}, KeyDecision{}, "secret other than Vault's"},
 		{"with a document, keys named for the Project do not matter",
-			KeyFacts{Project: "p", Document: &docKey, Held: &docKey, Named: []string{"GKx", "GKy"}}, KeyDecision{Action: KeyKeep, KeyID: docKey.AccessKeyID}, ""},
+			KeyFacts{Project: "p", Document: &docKey, Held: &HeldKey{Credentials: docKey}, Named: []string{"GKx", "GKy"}}, KeyDecision{Action: KeyKeep, KeyID: docKey.AccessKeyID}, ""},
 		{"no document and one key under the Project's name: it is written down",
 			KeyFacts{Project: "p", Named: []string{"GKone"}}, KeyDecision{Action: KeyWriteDown, KeyID: "GKone"}, ""},
 		{"one key named for the Project, expired: refused, never handed out",

@@ -41,6 +41,16 @@ type Perm struct {
 type key struct {
 	id, name, secret string
 	created          time.Time
+	// expiration is when the key stops signing in; nil for never.
+	expiration *time.Time
+}
+
+// expiry is the key's expired and expiration fields as Garage answers them.
+func (k *key) expiry() (expired bool, expiration any) {
+	if k.expiration == nil {
+		return false, nil
+	}
+	return !time.Now().Before(*k.expiration), k.expiration.Format(time.RFC3339)
 }
 
 type bucket struct {
@@ -138,6 +148,15 @@ func (g *Garage) HoldImportedKey(id, secret, name string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.keys[id] = &key{id: id, name: name, secret: secret, created: time.Now().UTC()}
+}
+
+// ExpireKey sets the key's expiration to a moment past, as UpdateKey with
+// an expiration would: Garage then reports it expired.
+func (g *Garage) ExpireKey(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	past := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	g.keys[id].expiration = &past
 }
 
 // Key reports the key with this id: its name and secret.
@@ -540,9 +559,10 @@ func validBucketName(name string) bool {
 func (g *Garage) listKeys() answer {
 	items := make([]map[string]any, 0, len(g.keys))
 	for _, k := range g.sortedKeys() {
+		expired, expiration := k.expiry()
 		items = append(items, map[string]any{
-			"id": k.id, "name": k.name, "expired": false,
-			"created": k.created.Format(time.RFC3339), "expiration": nil,
+			"id": k.id, "name": k.name, "expired": expired,
+			"created": k.created.Format(time.RFC3339), "expiration": expiration,
 		})
 	}
 	return answer{http.StatusOK, items}
@@ -650,9 +670,10 @@ func (g *Garage) keyInfo(k *key, showSecret bool) map[string]any {
 			"permissions": map[string]bool{"read": p.Read, "write": p.Write, "owner": p.Owner},
 		})
 	}
+	expired, expiration := k.expiry()
 	info := map[string]any{
-		"accessKeyId": k.id, "name": k.name, "expired": false,
-		"created": k.created.Format(time.RFC3339), "expiration": nil,
+		"accessKeyId": k.id, "name": k.name, "expired": expired,
+		"created": k.created.Format(time.RFC3339), "expiration": expiration,
 		"permissions": map[string]bool{"createBucket": false},
 		"buckets":     buckets,
 	}
