@@ -509,10 +509,17 @@ func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan
 			p = Tend(v)
 		}
 	}
-	if p.Unanswerable == "" && p.Write {
+	// A round that could not decide still records what it learnt (a
+	// migration that ran, a release first seen): a later release would
+	// otherwise not know a migration was left applied.
+	if p.Write {
 		if err := t.writeRecord(ctx, s, v, p); err != nil {
 			// Nothing is started on a record that did not land.
-			p.Start, p.Undo, p.Unanswerable = nil, nil, err.Error()
+			p.Start, p.Undo = nil, nil
+			if p.Unanswerable != "" {
+				p.Unanswerable += "; "
+			}
+			p.Unanswerable += err.Error()
 		}
 	}
 	for _, job := range []struct {

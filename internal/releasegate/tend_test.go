@@ -565,6 +565,29 @@ func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
 	}
 }
 
+// A migration the gate did not start, that ran for a release Flagger then
+// failed, is recorded as left applied though its undo cannot be decided (no
+// down Job): the next release must not start a migration on top of it.
+func TestAMigrationThatRanIsRecordedThoughTheRoundCannotDecide(t *testing.T) {
+	cp, tender, logs := ownTender(t)
+	ns := cp.Namespace(t)
+	since := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
+	a := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
+			transitioned: time.Now().Add(-time.Minute)}},
+		jobs: []job{{name: "pay-migration-" + tag, complete: true}},
+		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+			Pinned: rev, Since: &since}}
+	a.apply(t, cp)
+	round(t, tender, logs)
+	if u := logEntries(t, logs.String(), ns, "application unanswerable"); len(u) != 1 || !strings.Contains(u[0]["cause"].(string), "down Job") {
+		t.Fatalf("unanswerable log lines: %v\n%s", u, logs)
+	}
+	if rec, ok := readRecord(t, cp, ns, "pay"); !ok || rec.Migrated != rev {
+		t.Fatalf("the record %+v does not say the migration of %s ran", rec, tag)
+	}
+}
+
 // An undo waits while a new copy has a pod, whatever labels the pod carries
 // beyond its Deployment's selector: a pod without the part-of label counts.
 func TestAnUndoCountsPodsWithoutThePartOfLabel(t *testing.T) {
