@@ -11,6 +11,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 )
 
 // This file reads what the gate does between questions: the record it keeps
@@ -72,7 +74,6 @@ func (t *teller) awaitStarted(ctx context.Context, job string) {
 	})
 }
 
-// jobSuspended reads whether the Job is still suspended.
 // recordServing is the revision the gate's record says serves, as a tag;
 // "nothing" when it names none.
 func (t *teller) recordServing(ctx context.Context) (string, error) {
@@ -86,6 +87,25 @@ func (t *teller) recordServing(ctx context.Context) (string, error) {
 	return tag(r.Serving), nil
 }
 
+// testedAgainst is the revision the applied inputs say the migration was
+// tested against, as a tag; "nothing" when they name none.
+func (t *teller) testedAgainst(ctx context.Context) (string, error) {
+	name := releasegate.InputsConfigMap(application)
+	cm, err := t.kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read the inputs %s: %w", name, err)
+	}
+	in, err := releasegate.CheckInputs(application, releasegate.ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data})
+	if err != nil {
+		return "", err
+	}
+	if in.Migration == nil || in.Migration.TestedAgainst == "" {
+		return "nothing", nil
+	}
+	return tag(in.Migration.TestedAgainst), nil
+}
+
+// jobSuspended reads whether the Job is still suspended.
 func (t *teller) jobSuspended(ctx context.Context, name string) (bool, error) {
 	j, err := t.kube.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

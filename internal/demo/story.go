@@ -72,7 +72,11 @@ func migrationRuns(ctx context.Context, t *teller) error {
 	if err != nil {
 		return err
 	}
-	t.say("The migration was tested against %s; the record says %s serves. The gate's", tag(servingRevision), serving)
+	proven, err := t.testedAgainst(ctx)
+	if err != nil {
+		return err
+	}
+	t.say("The migration was tested against %s; the record says %s serves. The gate's", proven, serving)
 	t.say("next round weighs that proof against the cluster; what it did:")
 	t.awaitStarted(ctx, job)
 	if err := t.completeJob(ctx, job); err != nil {
@@ -189,7 +193,11 @@ func staleRelease(ctx context.Context, t *teller) error {
 	if err != nil {
 		return err
 	}
-	t.say("Its migration was tested against %s, but the record says %s serves. The gate's next", tag(servingRevision), serving)
+	proven, err := t.testedAgainst(ctx)
+	if err != nil {
+		return err
+	}
+	t.say("Its migration was tested against %s, but the record says %s serves. The gate's next", proven, serving)
 	t.say("round weighs that proof; what it did, and what its log, /metrics and /releases say:")
 	t.await(ctx, "the gate holds "+tag(staleRevision), t.roundWait, func(context.Context) (string, bool, error) {
 		line := t.gate.logLine(`"msg":"release held"`, staleRevision)
