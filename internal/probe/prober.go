@@ -276,6 +276,11 @@ func get(ctx context.Context, client *http.Client, timeout time.Duration, target
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 599 {
+		// Go's client hands back a 101, or any three digits a server made
+		// up: no final HTTP answer, so the member did not answer.
+		return Answer{Cause: fmt.Sprintf("answered %d, which is no final HTTP status", resp.StatusCode)}
+	}
 	return Answer{Status: resp.StatusCode, Latency: latency}
 }
 

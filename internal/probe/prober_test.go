@@ -315,6 +315,47 @@ func TestOwnTrafficAtTheMostPathsCutsNothingAnsweredInTime(t *testing.T) {
 	}
 }
 
+// A status that is no final HTTP answer (below 200 or above 599), which Go's
+// client hands back as a server wrote it, is the member not answering.
+func TestOwnTrafficFailsOnAStatusThatIsNoAnswer(t *testing.T) {
+	for _, status := range []string{"099", "101", "600"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					buf := make([]byte, 4096)
+					for {
+						if _, err := c.Read(buf); err != nil {
+							return
+						}
+						if _, err := c.Write([]byte("HTTP/1.1 " + status + " Odd\r\nContent-Length: 0\r\n\r\n")); err != nil {
+							return
+						}
+					}
+				}()
+			}
+		}()
+		p := New(WithDial(clusterDial(l.Addr().String())))
+		base, _ := CanaryBase("shop-api", "shop", 8080)
+		traffic, err := p.OwnTraffic(t.Context(), base, []string{"/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if traffic.Failed != traffic.Requests || traffic.Answered != 0 || !strings.Contains(traffic.Failures[0].Cause, "no final HTTP status") {
+			t.Errorf("status %s: traffic %+v", status, traffic)
+		}
+	}
+}
+
 func TestOwnTrafficFailsOnConnectionRefused(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
