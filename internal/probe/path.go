@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -57,20 +59,44 @@ func CheckPath(p string) error {
 }
 
 func checkSegment(seg string) error {
+	var decoded []byte
 	for i := 0; i < len(seg); i++ {
 		c := seg[i]
 		if c == '%' {
 			if i+2 >= len(seg) || !isHex(seg[i+1]) || !isHex(seg[i+2]) {
 				return errors.New("malformed percent-encoding")
 			}
-			if d := unhex(seg[i+1])<<4 | unhex(seg[i+2]); hiddenByte(d) {
+			d := unhex(seg[i+1])<<4 | unhex(seg[i+2])
+			if hiddenByte(d) {
 				return fmt.Errorf("percent-encoded %q is refused", string(rune(d)))
 			}
+			decoded = append(decoded, d)
 			i += 2
 			continue
 		}
 		if !pathChar(c) {
 			return fmt.Errorf("character %q is not allowed in a path", string(rune(c)))
+		}
+		decoded = append(decoded, c)
+	}
+	return checkDecoded(decoded)
+}
+
+// checkDecoded refuses a segment whose encoded bytes a server could decode
+// into a separator after all: bytes that are no valid UTF-8 (an overlong
+// "/" or "." among them), and characters whose compatibility form holds one
+// (a fullwidth solidus or full stop).
+func checkDecoded(seg []byte) error {
+	if !utf8.Valid(seg) {
+		return errors.New("percent-encoded bytes that are no valid UTF-8 are refused")
+	}
+	for _, r := range string(seg) {
+		if r < utf8.RuneSelf {
+			continue
+		}
+		folded := norm.NFKC.String(string(r))
+		if strings.ContainsFunc(folded, hiddenRune) {
+			return fmt.Errorf("percent-encoded %q, read as %q, is refused", string(r), folded)
 		}
 	}
 	return nil
@@ -88,8 +114,10 @@ func pathChar(c byte) bool {
 
 // hiddenByte is a byte that, once a server decodes it, could change which
 // path is served.
-func hiddenByte(b byte) bool {
-	return b < 0x20 || b == 0x7f || strings.IndexByte(`/\.%;`, b) >= 0
+func hiddenByte(b byte) bool { return hiddenRune(rune(b)) }
+
+func hiddenRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || strings.ContainsRune(`/\.%;`, r)
 }
 
 func isHex(c byte) bool {

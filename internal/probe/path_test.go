@@ -68,6 +68,13 @@ func TestCheckPath(t *testing.T) {
 		{"/a%3B", false},
 		{"/a%", false},
 		{"/a%2", false},
+		// nor encoded bytes a server may read as a separator after all
+		{"/%C0%AE%C0%AE/admin", false},   // overlong "."
+		{"/a%C0%AFb", false},             // overlong "/"
+		{"/a%EF%BC%8Fb", false},          // fullwidth solidus
+		{"/%EF%BC%8E%EF%BC%8E/x", false}, // fullwidth full stop
+		{"/a%FF", false},
+		{"/na%C3%AFve/%E2%9C%93", true},
 		{"/a%zz", false},
 		// no path parameters or backslashes
 		{"/..;/admin", false},
