@@ -158,6 +158,9 @@ func (w *Warmer) Warm(ctx context.Context, hosts, paths []string) (Warmup, error
 // cluster's resolver can turn it into an internal name, and keeps the IPv4
 // addresses the policy allows.
 func (w *Warmer) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	// A lookup is a request of the warmup too, and has its time.
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
 	addrs, err := w.cfg.Resolver.LookupNetIP(ctx, "ip4", host+".")
 	if err != nil {
 		return nil, fmt.Errorf("no answer: resolving %s: %w", host, err)

@@ -230,6 +230,33 @@ func TestWarmupFailsOnAnUnresolvedHost(t *testing.T) {
 	}
 }
 
+// hangingResolver answers no lookup until its context ends.
+type hangingResolver struct{}
+
+func (hangingResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip.Addr, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A lookup that hangs has the warmup's time per request, as a request has,
+// not the whole round's.
+func TestWarmupBoundsALookupThatHangs(t *testing.T) {
+	e := newEdge(t, byPath(nil))
+	done := make(chan Warmup, 1)
+	go func() {
+		got, _ := e.warmer(hangingResolver{}, loopbackOnly).Warm(context.Background(), []string{"slow.example.com"}, []string{"/"})
+		done <- got
+	}()
+	select {
+	case got := <-done:
+		if got.Failure == nil || !strings.Contains(got.Failure.Cause, "resolving slow.example.com") {
+			t.Errorf("warmup %+v (failure %v)", got, got.Failure)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the warmup waited on the lookup past its timeout")
+	}
+}
+
 func TestWarmupRefusesABadCertificate(t *testing.T) {
 	e := newEdge(t, byPath(nil))
 	r := &fakeResolver{addresses: map[string][]string{"shop.example.org.": {"127.0.0.1"}}}
