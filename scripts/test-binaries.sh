@@ -22,6 +22,21 @@ export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 say() { printf '[test-binaries] %s\n' "$*" >&2; }
 
+# Runs a step that fetches from the module proxy up to three times: one
+# failed download must not cost a cold run the builds before it. A step that
+# fails for another reason fails the same way again, quickly, since what it
+# fetched and compiled is cached.
+retry() {
+	local attempt rc
+	for attempt in 1 2 3; do
+		rc=0
+		"$@" || rc=$?
+		[ "$rc" -ne 0 ] || return 0
+		[ "$attempt" -eq 3 ] || { say "  failed ($rc); trying again in $((attempt * 10)) s"; sleep $((attempt * 10)); }
+	done
+	return "$rc"
+}
+
 # Keeps a long `go build` visibly alive: one line a minute until it ends.
 build() {
 	local what=$1; shift
@@ -32,7 +47,7 @@ build() {
 	( while sleep 60; do say "  still building $what ($(( (SECONDS - start) / 60 )) min)"; done ) >&2 &
 	local ticker=$!
 	local rc=0
-	"$@" >&2 || rc=$?
+	retry "$@" >&2 || rc=$?
 	kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true
 	[ "$rc" -eq 0 ] || { say "building $what failed"; exit "$rc"; }
 	say "built $what in $(( SECONDS - start )) s"
@@ -53,7 +68,7 @@ envtest() {
 	if [ ! -x "$out/etcd" ]; then
 		w=$(wrapper)
 		printf 'package wrapper\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$w/tools.go"
-		(cd "$w" && go mod edit -require=go.etcd.io/etcd/server/v3@$ETCD_VERSION && go mod tidy >&2)
+		(cd "$w" && go mod edit -require=go.etcd.io/etcd/server/v3@$ETCD_VERSION && retry go mod tidy >&2)
 		build "etcd $ETCD_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o '$out/etcd.tmp' go.etcd.io/etcd/server/v3"
 		mv "$out/etcd.tmp" "$out/etcd"
 		rm -rf "$w"
@@ -61,7 +76,7 @@ envtest() {
 	if [ ! -x "$out/kube-apiserver" ]; then
 		w=$(wrapper)
 		local kdir
-		kdir=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		kdir=$(retry go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 		printf 'package wrapper\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n' >"$w/tools.go"
 		local args=(-require="k8s.io/kubernetes@$KUBE_VERSION")
 		# Every staging module kubernetes replaces with a local folder is taken
@@ -70,7 +85,7 @@ envtest() {
 		for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$kdir/go.mod"); do
 			args+=(-replace="$m=$m@$STAGING_VERSION")
 		done
-		(cd "$w" && go mod edit "${args[@]}" && go mod tidy >&2)
+		(cd "$w" && go mod edit "${args[@]}" && retry go mod tidy >&2)
 		local pkg=k8s.io/component-base/version
 		build "kube-apiserver $KUBE_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=35' -o '$out/kube-apiserver.tmp' k8s.io/kubernetes/cmd/kube-apiserver"
 		mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
@@ -85,7 +100,7 @@ vault() {
 	mkdir -p "$(dirname "$out")"
 	local w vdir
 	w=$(wrapper)
-	vdir=$(go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	vdir=$(retry go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 	# Vault's own go.mod pins what it was tested with; its local replaces
 	# (api, sdk, plugins) are dropped so the published modules are used.
 	cp "$vdir/go.mod" "$vdir/go.sum" "$w/"
