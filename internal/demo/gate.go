@@ -72,9 +72,16 @@ func startGate(ctx, runCtx context.Context, t *teller, cp *testenv.ControlPlane)
 	g.cmd = exec.CommandContext(gateCtx, args[0], args[1:]...) //nolint:gosec // the binary just built, or the system's unshare running it
 	g.cmd.Cancel = func() error { return g.cmd.Process.Signal(syscall.SIGTERM) }
 	g.cmd.WaitDelay = drainWait
+	// Every variable the gate reads is set here, so that one left in the
+	// shell (a FLAGGER_NAMESPACE of the user's own cluster) cannot point the
+	// demo's gate elsewhere.
 	g.cmd.Env = append(os.Environ(),
 		"ADDR="+addr,
 		"KUBECONFIG="+kubeconfig,
+		"FLAGGER_NAMESPACE=delivery-system",
+		"FLAGGER_SELECTOR=app.kubernetes.io/instance=flagger",
+		"FLAGGER_SERVICE_ACCOUNT=flagger",
+		"GATE_NAMESPACE=delivery-system",
 		"METRICS_SCRAPER_NAMESPACE=monitoring",
 		"METRICS_SCRAPER_SELECTOR=app.kubernetes.io/name=prometheus",
 		"METRICS_SCRAPER_SERVICE_ACCOUNT=prometheus",
