@@ -565,20 +565,25 @@ func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
 	}
 }
 
+// failedPay is the pay Application ten minutes into a release Flagger has
+// just failed, its new copy holding pods and its Jobs as given.
+func failedPay(ns string, pods []pod, jobs ...job) *app {
+	since := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
+	return &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
+		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
+			transitioned: time.Now().Add(-time.Minute), pods: pods}},
+		jobs: jobs,
+		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+			Pinned: rev, Since: &since}}
+}
+
 // A migration the gate did not start, that ran for a release Flagger then
 // failed, is recorded as left applied though its undo cannot be decided (no
 // down Job): the next release must not start a migration on top of it.
 func TestAMigrationThatRanIsRecordedThoughTheRoundCannotDecide(t *testing.T) {
 	cp, tender, logs := ownTender(t)
 	ns := cp.Namespace(t)
-	since := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
-	a := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
-		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
-			transitioned: time.Now().Add(-time.Minute)}},
-		jobs: []job{{name: "pay-migration-" + tag, complete: true}},
-		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
-			Pinned: rev, Since: &since}}
-	a.apply(t, cp)
+	failedPay(ns, nil, job{name: "pay-migration-" + tag, complete: true}).apply(t, cp)
 	round(t, tender, logs)
 	if u := logEntries(t, logs.String(), ns, "application unanswerable"); len(u) != 1 || !strings.Contains(u[0]["cause"].(string), "down Job") {
 		t.Fatalf("unanswerable log lines: %v\n%s", u, logs)
@@ -593,14 +598,8 @@ func TestAMigrationThatRanIsRecordedThoughTheRoundCannotDecide(t *testing.T) {
 func TestAnUndoCountsPodsWithoutThePartOfLabel(t *testing.T) {
 	cp, tender, logs := ownTender(t)
 	ns := cp.Namespace(t)
-	since := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
-	a := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
-		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
-			transitioned: time.Now().Add(-time.Minute), pods: []pod{{ready: true, labels: "app.kubernetes.io/instance: pay-api"}}}},
-		jobs: []job{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
-		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
-			Pinned: rev, Since: &since}}
-	a.apply(t, cp)
+	failedPay(ns, []pod{{ready: true, labels: "app.kubernetes.io/instance: pay-api"}},
+		job{name: "pay-migration-" + tag, complete: true}, job{name: "pay-migration-down-" + tag, suspended: true}).apply(t, cp)
 	round(t, tender, logs)
 	if held := logEntries(t, logs.String(), ns, "release held"); len(held) != 1 || held[0]["reason"] != "analysis-failed" {
 		t.Fatalf("held log lines: %v\n%s", held, logs)
