@@ -6,16 +6,25 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Bounds of the conditional-request cache: a response larger than
 // maxCachedBody is not kept, and at most maxCachedBytes of bodies are. A
 // bound in bytes, not responses, keeps a pass's every read however many
-// units it reads: a pass asks for the same URLs in the same order, so a
-// cache smaller than a pass would evict each entry just before its use.
+// units it reads.
+//
+// A pass asks for the same URLs in the same order, so a full cache that made
+// room for each new answer by dropping its oldest would drop each entry just
+// before its use and answer nothing at all. A full cache instead drops only
+// entries no one asked for in unusedFor, and otherwise keeps what it holds:
+// the reads it holds stay free, the others cost what they would without it.
 const (
 	maxCachedBody  = 4 << 20
 	maxCachedBytes = 64 << 20
+	// unusedFor outlasts a pass and the installation token an ETag was
+	// given under (an hour), after which no request matches the entry.
+	unusedFor = 2 * time.Hour
 )
 
 // FromCacheHeader marks a response served from the cache after GitHub
@@ -29,9 +38,9 @@ const FromCacheHeader = "X-From-Cache"
 // (gregjones/httpcache) is unmaintained, so this small one is written here.
 type conditional struct {
 	next    http.RoundTripper
+	now     func() time.Time
 	mu      sync.Mutex
-	entries map[string]cached
-	order   []string
+	entries map[string]*cached
 	size    int // bytes of the kept bodies and keys
 }
 
@@ -39,10 +48,11 @@ type cached struct {
 	etag   string
 	header http.Header
 	body   []byte
+	used   time.Time // when it was kept or last answered a request
 }
 
 func newConditional(next http.RoundTripper) *conditional {
-	return &conditional{next: next, entries: map[string]cached{}}
+	return &conditional{next: next, now: time.Now, entries: map[string]*cached{}}
 }
 
 func cacheKey(r *http.Request) string { return r.URL.String() + "\x00" + r.Header.Get("Accept") }
@@ -54,7 +64,12 @@ func (c *conditional) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	key := cacheKey(req)
 	c.mu.Lock()
-	entry, have := c.entries[key]
+	var entry cached
+	held, have := c.entries[key]
+	if have {
+		held.used = c.now()
+		entry = *held
+	}
 	c.mu.Unlock()
 	if have {
 		req = req.Clone(req.Context())
@@ -105,20 +120,34 @@ type readThenClose struct {
 	io.Closer
 }
 
+// keep holds entry for key when there is room for it, after dropping the
+// entries unused for unusedFor where there is not. An answer that replaces
+// one held for the same key is never left out for an older one: the held
+// answer is dropped with it.
 func (c *conditional) keep(key string, entry cached) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.entries[key]; ok {
-		c.size -= len(key) + len(old.body)
-	} else {
-		c.order = append(c.order, key)
+	now := c.now()
+	entry.used = now
+	c.drop(key)
+	need := len(key) + len(entry.body)
+	if c.size+need > maxCachedBytes {
+		for k, e := range c.entries {
+			if now.Sub(e.used) > unusedFor {
+				c.drop(k)
+			}
+		}
 	}
-	c.entries[key] = entry
-	c.size += len(key) + len(entry.body)
-	for c.size > maxCachedBytes {
-		oldest := c.order[0]
-		c.size -= len(oldest) + len(c.entries[oldest].body)
-		delete(c.entries, oldest)
-		c.order = c.order[1:]
+	if c.size+need > maxCachedBytes {
+		return
+	}
+	c.entries[key] = &entry
+	c.size += need
+}
+
+func (c *conditional) drop(key string) {
+	if e, ok := c.entries[key]; ok {
+		c.size -= len(key) + len(e.body)
+		delete(c.entries, key)
 	}
 }

@@ -7,9 +7,15 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
-type etagServer struct{ calls int }
+// etagServer answers every GET with one ETag, and 304 to a request that
+// names it; its body is the path, or body when set.
+type etagServer struct {
+	calls int
+	body  string
+}
 
 func (s *etagServer) RoundTrip(r *http.Request) (*http.Response, error) {
 	s.calls++
@@ -18,22 +24,49 @@ func (s *etagServer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Header.Get("If-None-Match") == `"v1"` {
 		return &http.Response{StatusCode: http.StatusNotModified, Header: h, Body: http.NoBody, Request: r}, nil
 	}
-	return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader(r.URL.Path)), ContentLength: -1, Request: r}, nil
+	body := s.body
+	if body == "" {
+		body = r.URL.Path
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader(body)), ContentLength: -1, Request: r}, nil
 }
 
+// A full cache keeps what it holds rather than make room, so a pass larger
+// than the cache, read again in the same order, is answered from the cache
+// for the part it holds; an entry no one asked for in unusedFor makes room.
 func TestConditionalCacheIsBounded(t *testing.T) {
 	const body = 1 << 20
-	c := newConditional(largeServer{body: strings.Repeat("x", body)})
-	get := func(path string) *http.Response { return send(t, c, http.MethodGet, path, "") }
+	server := &etagServer{body: strings.Repeat("x", body)}
+	c := newConditional(server)
+	now := time.Now()
+	c.now = func() time.Time { return now }
 	const kept = maxCachedBytes / (body + len("https://api.example/r/00\x00"))
-	for i := range kept + 5 {
-		get(fmt.Sprintf("/r/%02d", i))
+	pass := func() (fromCache int) {
+		for i := range kept + 5 {
+			if send(t, c, http.MethodGet, fmt.Sprintf("/r/%02d", i), "").Header.Get(FromCacheHeader) == "1" {
+				fromCache++
+			}
+		}
+		return fromCache
 	}
-	if len(c.entries) != kept || len(c.order) != kept || c.size > maxCachedBytes {
+	pass()
+	if len(c.entries) != kept || c.size > maxCachedBytes {
 		t.Fatalf("%d entries, %d bytes kept; want %d", len(c.entries), c.size, kept)
 	}
+	if n := pass(); n != kept {
+		t.Fatalf("the second pass had %d answers from the cache, want the %d it holds", n, kept)
+	}
+	// The first entry goes unasked for unusedFor; a new answer takes its place.
+	now = now.Add(unusedFor + time.Minute)
+	for i := 1; i < kept; i++ {
+		send(t, c, http.MethodGet, fmt.Sprintf("/r/%02d", i), "")
+	}
+	send(t, c, http.MethodGet, "/r/new", "")
 	if _, ok := c.entries[cacheKey(&http.Request{URL: mustURL("https://api.example/r/00"), Header: http.Header{}})]; ok {
-		t.Fatal("the oldest entry was not evicted")
+		t.Fatal("an entry unused for longer than unusedFor was kept over a new answer")
+	}
+	if _, ok := c.entries[cacheKey(&http.Request{URL: mustURL("https://api.example/r/new"), Header: http.Header{}})]; !ok || c.size > maxCachedBytes {
+		t.Fatalf("the new answer was not kept in the room made (%d bytes)", c.size)
 	}
 }
 
