@@ -67,9 +67,10 @@ func TestPostgresDumpRestoresIntoAFreshInstance(t *testing.T) {
 
 	fresh := testenv.StartPostgres(t)
 	// The dump recreates the superuser that initdb already made; that one
-	// statement's error is expected, so psql runs without ON_ERROR_STOP and
-	// the comparison below is the judge.
-	restore := exec.Command(fresh.Bin("psql"), "-X", "-q", "-d", "postgres", "-f", dump)
+	// statement's error is expected, so psql runs without ON_ERROR_STOP, as
+	// the load command `backup restore` prints, and the comparison below is
+	// the judge.
+	restore := exec.Command(fresh.Bin("psql"), "-X", "--no-password", "--dbname", "postgres", "--file", dump)
 	restore.Env = append(os.Environ(), fresh.Env()...)
 	if out, err := restore.CombinedOutput(); err != nil {
 		t.Fatalf("restore: %v: %s", err, out)
