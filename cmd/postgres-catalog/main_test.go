@@ -152,6 +152,9 @@ func TestRunAppliesOnceThenNothing(t *testing.T) {
 	if w := f.proxy.writes(); len(w) != 0 {
 		t.Errorf("second run wrote to Vault: %q", w)
 	}
+	if len(f.tracer.All()) == 0 {
+		t.Error("the second run read nothing: the tracer saw no statement")
+	}
 	for _, s := range f.tracer.All() {
 		if !strings.HasPrefix(strings.TrimSpace(s), "WITH") {
 			t.Errorf("second run sent %q", s)
@@ -227,7 +230,7 @@ func TestRunStopsAtTheFailingCall(t *testing.T) {
 		value string
 	}{
 		{"no catalog file setting", []string{"CATALOG_FILE", ""}, "bad setting", "error", "CATALOG_FILE"},
-		{"a catalog file that is absent", []string{"CATALOG_FILE", filepath.Join(t.TempDir(), "absent")}, "refused: nothing applied", "file", ""},
+		{"a catalog file that is absent", []string{"CATALOG_FILE", filepath.Join(t.TempDir(), "absent")}, "refused: nothing applied", "file", "absent"},
 		{"an unknown Vault role", []string{"VAULT_ROLE", "nobody"}, "call failed", "call", "login"},
 		{"a bad Vault setting", []string{"VAULT_ADDR", "://"}, "bad setting", "error", "://"},
 	}

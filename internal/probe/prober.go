@@ -124,13 +124,19 @@ func New(opts ...Option) *Prober {
 	return p
 }
 
+// ServiceResolver looks a service's name up; *net.Resolver is one.
+type ServiceResolver interface {
+	LookupCNAME(ctx context.Context, host string) (string, error)
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
 // ServiceDial dials a Canary service by its cluster name as written, never
 // as something else: the name is looked up rooted, so no search domain of
 // the pod's resolver (the node's own, say, with a wildcard record) can
 // answer for it, and a name that is an alias (an ExternalName Service put in
 // the Canary service's place) is refused, so the gate's requests never leave
 // for wherever the alias points.
-func ServiceDial(dialer *net.Dialer, resolver *net.Resolver) DialFunc {
+func ServiceDial(dialer *net.Dialer, resolver ServiceResolver) DialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -91,6 +92,29 @@ func (d *clusterDNS) names() []string {
 	return append([]string(nil), d.asked...)
 }
 
+// rootedOnly passes lookups on and notes every name it was handed that is
+// not rooted: the system's resolver would try its search domains for one.
+type rootedOnly struct {
+	*net.Resolver
+	t *testing.T
+}
+
+func (r rootedOnly) check(host string) {
+	if !strings.HasSuffix(host, ".") {
+		r.t.Errorf("looked %q up unrooted: a search domain could answer for it", host)
+	}
+}
+
+func (r rootedOnly) LookupCNAME(ctx context.Context, host string) (string, error) {
+	r.check(host)
+	return r.Resolver.LookupCNAME(ctx, host)
+}
+
+func (r rootedOnly) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.check(host)
+	return r.Resolver.LookupNetIP(ctx, network, host)
+}
+
 // The Canary service is dialled by its cluster name as written: looked up
 // rooted, so no search domain answers for it, and never through an alias.
 func TestServiceDialGoesToTheServiceAlone(t *testing.T) {
@@ -98,7 +122,7 @@ func TestServiceDialGoesToTheServiceAlone(t *testing.T) {
 	t.Cleanup(member.Close)
 	_, port, _ := net.SplitHostPort(member.Listener.Addr().String())
 	dns := newClusterDNS(t)
-	dial := ServiceDial(&net.Dialer{}, dns.resolver())
+	dial := ServiceDial(&net.Dialer{}, rootedOnly{Resolver: dns.resolver(), t: t})
 
 	conn, err := dial(t.Context(), "tcp", net.JoinHostPort("shop-api-canary.shop.svc.cluster.local", port))
 	if err != nil {

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -47,7 +48,7 @@ func TestSummarize(t *testing.T) {
 	}
 	var many []Answer
 	for range 7 {
-		many = append(many, Answer{Path: "/down", Cause: "connection refused"})
+		many = append(many, Answer{Path: fmt.Sprintf("/d%d", len(many)), Cause: "connection refused"})
 	}
 	cases := []struct {
 		name     string
@@ -79,7 +80,7 @@ func TestSummarize(t *testing.T) {
 			name:     "only the first failures are kept, in request order",
 			answers:  many,
 			want:     Traffic{Requests: 7, Failed: 7},
-			failures: []string{"/down: connection refused", "/down: connection refused", "/down: connection refused", "/down: connection refused", "/down: connection refused"},
+			failures: []string{"/d0: connection refused", "/d1: connection refused", "/d2: connection refused", "/d3: connection refused", "/d4: connection refused"},
 		},
 	}
 	for _, c := range cases {

@@ -269,6 +269,9 @@ func TestTendHeldReasons(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := Tend(c.view)
+			if p.Unanswerable != "" {
+				t.Fatalf("unanswerable: %s", p.Unanswerable)
+			}
 			got := ""
 			if p.Held != nil {
 				got = p.Held.Reason
