@@ -198,7 +198,10 @@ func (a *archiver) regularFile(ctx context.Context, rel string) error {
 
 	if isSQLite(src) {
 		a.n++
-		staged, err := a.consistentCopy(ctx, src, rel, fmt.Sprintf("%d.db", a.n))
+		staged, err := a.consistentCopy(ctx, rel, fmt.Sprintf("%d.db", a.n))
+		if errors.Is(err, fs.ErrNotExist) {
+			return a.vanished(rel)
+		}
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -527,5 +528,54 @@ func TestFilesLeavesOutAFileRemovedWhileRead(t *testing.T) {
 				t.Fatalf("skipped %d, logs %s", a.skipped, logs.String())
 			}
 		})
+	}
+}
+
+// Each try copies a database as its name now holds it: one replaced by a
+// rename since the walk reached it is copied as replaced, and one removed is
+// left out as any file removed while the volume is read.
+func TestASQLiteCopyIsOfWhatTheNameHoldsNow(t *testing.T) {
+	dir, stagingDir := t.TempDir(), t.TempDir()
+	for name, v := range map[string]string{"app.db": "old", "next.db": "new"} {
+		db := openSQLite(t, filepath.Join(dir, name))
+		exec1(t, db, `CREATE TABLE t (v TEXT)`)
+		exec1(t, db, `INSERT INTO t VALUES (?)`, v)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	source, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer source.Close()
+	staging, err := os.OpenRoot(stagingDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer staging.Close()
+	a := &archiver{files: Files{Source: dir, Staging: stagingDir}, source: source, staging: staging,
+		logger: slog.New(slog.DiscardHandler), buf: make([]byte, 1<<16)}
+	walked, err := source.Open("app.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer walked.Close()
+	if err := os.Rename(filepath.Join(dir, "next.db"), filepath.Join(dir, "app.db")); err != nil {
+		t.Fatal(err)
+	}
+	staged, err := a.consistentCopy(context.Background(), "app.db", "1.db")
+	if err != nil {
+		t.Fatalf("a database replaced by a rename: %v", err)
+	}
+	var got string
+	if err := openSQLite(t, filepath.Join(stagingDir, staged)).QueryRow(`SELECT v FROM t`).Scan(&got); err != nil || got != "new" {
+		t.Fatalf("the copy holds %q (%v), want what the name now holds", got, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "app.db")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.consistentCopy(context.Background(), "app.db", "2.db"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a database removed: %v, want it left out as removed", err)
 	}
 }

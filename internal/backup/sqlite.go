@@ -29,7 +29,11 @@ import (
 // and counts that as a failed try like a failed integrity check. Frames a
 // checkpoint copies into the database mid-copy stay in the log until a
 // reset, so replaying the copied log repairs any page torn that way.
-func (a *archiver) consistentCopy(ctx context.Context, src *os.File, rel, staged string) (string, error) {
+//
+// Each try opens the database by name: one replaced by a rename since an
+// earlier try is copied as it now is, and one removed is left out as any
+// file removed while the volume is read (an error that is fs.ErrNotExist).
+func (a *archiver) consistentCopy(ctx context.Context, rel, staged string) (string, error) {
 	tries := a.files.Tries
 	if tries <= 0 {
 		tries = 3
@@ -41,7 +45,11 @@ func (a *archiver) consistentCopy(ctx context.Context, src *os.File, rel, staged
 			return "", err
 		}
 		removeStaged(a.staging, staged)
-		last = a.snapshotSQLite(src, rel, staged)
+		last = a.snapshotSQLite(rel, staged)
+		if errors.Is(last, fs.ErrNotExist) {
+			removeStaged(a.staging, staged)
+			return "", last
+		}
 		if last == nil {
 			last = foldAndCheck(ctx, a.staging, filepath.Join(a.files.Staging, staged), staged)
 		}
@@ -56,7 +64,12 @@ func (a *archiver) consistentCopy(ctx context.Context, src *os.File, rel, staged
 
 // snapshotSQLite copies the database, then its log, and compares the
 // fingerprint taken before with the one the copy carries.
-func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
+func (a *archiver) snapshotSQLite(rel, staged string) error {
+	src, err := a.source.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", rel, err)
+	}
+	defer src.Close()
 	before, err := fingerprint(a.source, rel)
 	if err != nil {
 		return err
@@ -108,6 +121,19 @@ func (a *archiver) snapshotSQLite(src *os.File, rel, staged string) error {
 	stampAfter, err := stamp(a.source, rel)
 	if err != nil {
 		return err
+	}
+	// A database replaced by a rename during the copy: the copy is the old
+	// file's, the fingerprints the new one's.
+	opened, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	named, err := a.source.Lstat(rel)
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(opened, named) {
+		return fmt.Errorf("%s was replaced while it was copied", rel)
 	}
 	return sameAcrossCopy(before, copied, after, stampBefore.text, stampAfter.text)
 }
