@@ -8,6 +8,7 @@
 #   scripts/test-binaries.sh vault     Vault dev server        (prints the binary)
 #   scripts/test-binaries.sh minio     MinIO                   (prints the binary)
 #   scripts/test-binaries.sh lint      golangci-lint           (prints the binary)
+#   scripts/test-binaries.sh crds      the modules whose CRDs the control plane installs
 set -euo pipefail
 
 ETCD_VERSION=v3.6.8
@@ -129,7 +130,19 @@ lint() {
 	echo "$out"
 }
 
+# The modules internal/testenv/controlplane.go reads its CRDs from (its
+# crdSources), fetched here with retries rather than inside a test's start
+# deadline on a machine busy compiling.
+crds() {
+	local module modules
+	modules=$(sed -n 's/^\t{"\([^"]*@[^"]*\)", .*/\1/p' "$(dirname "$0")/../internal/testenv/controlplane.go")
+	[ -n "$modules" ] || { say "no CRD module found in internal/testenv/controlplane.go"; exit 1; }
+	for module in $modules; do
+		(cd "${TMPDIR:-/tmp}" && GOWORK=off retry go mod download "$module") || { say "could not download $module"; exit 1; }
+	done
+}
+
 case "${1:-}" in
-envtest | vault | minio | lint) "$1" ;;
-*) echo "usage: $0 envtest|vault|minio|lint" >&2; exit 2 ;;
+envtest | vault | minio | lint | crds) "$1" ;;
+*) echo "usage: $0 envtest|vault|minio|lint|crds" >&2; exit 2 ;;
 esac

@@ -34,19 +34,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	"${as_root[@]}" apt-get -o Acquire::Retries=3 install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# The CRDs the control plane installs are read from these modules' sources
-# (internal/testenv/controlplane.go). Fetched here, with retries, rather than
-# inside a test's start deadline on a machine busy compiling.
-for module in github.com/fluxcd/flagger@v1.41.0 github.com/fluxcd/source-controller@v1.8.0 github.com/fluxcd/kustomize-controller@v1.9.0; do
-	for try in 1 2 3; do
-		if (cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOWORK=off go mod download "$module"); then
-			break
-		fi
-		[ "$try" -lt 3 ] || { echo "[test-deps] could not download $module" >&2; exit 1; }
-		sleep 5
-	done
-done
-
-for what in envtest vault minio; do
+for what in crds envtest vault minio; do
 	scripts/test-binaries.sh "$what" >/dev/null
 done

@@ -257,18 +257,13 @@ func CopyNames(names []string) []Generation {
 // Names that are not copies are never chosen.
 func PruneCopies(names []string, method string, retain int, now time.Time, written string) []string {
 	var stems []string
-	for _, name := range names {
-		stem, ok := strings.CutSuffix(name, CopySuffix)
-		if !ok {
-			continue
-		}
+	for _, g := range CopyNames(names) {
 		// A Rollback's copy never goes off the cluster from here: one at
 		// the destination was put there by hand, and is not the job's to
 		// delete.
-		if g, err := ParseName(stem); err == nil && g.Request != "" {
-			continue
+		if g.Request == "" {
+			stems = append(stems, g.Name())
 		}
-		stems = append(stems, stem)
 	}
 	doomed := Prune(stems, method, retain, now, written)
 	for i := range doomed {

@@ -133,7 +133,7 @@ func (s *S3Store) AbortUnfinished(ctx context.Context, prefix string) ([]string,
 		if rest, ok := strings.CutPrefix(u.Key, prefix); !ok || strings.Contains(rest, "/") {
 			continue
 		}
-		if err := s.core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID); err != nil {
+		if err := s.AbortMultipart(ctx, u.Key, u.UploadID); err != nil {
 			return aborted, err
 		}
 		aborted = append(aborted, u.Key)

@@ -128,11 +128,7 @@ func (a *archiver) snapshotSQLite(rel, staged string) error {
 	if err != nil {
 		return err
 	}
-	named, err := a.source.Lstat(rel)
-	if err != nil {
-		return err
-	}
-	if !os.SameFile(opened, named) {
+	if !os.SameFile(opened, stampAfter.info) {
 		return fmt.Errorf("%s was replaced while it was copied", rel)
 	}
 	return sameAcrossCopy(before, copied, after, stampBefore.text, stampAfter.text)
@@ -165,6 +161,7 @@ const stampTick = 25 * time.Millisecond
 // nanosecond the file system keeps: a write more than a step after the
 // stamp changes it.
 type fileStamp struct {
+	info fs.FileInfo
 	text string
 	// wholeSeconds: the times show no fraction of a second, as on a file
 	// system keeping whole seconds (ext4 with small inodes).
@@ -190,7 +187,7 @@ func stamp(root *os.Root, name string) (fileStamp, error) {
 		changed = fmt.Sprintf("%d.%09d", st.Ctim.Sec, st.Ctim.Nsec)
 		whole = whole && st.Ctim.Nsec == 0
 	}
-	return fileStamp{text: fmt.Sprintf("%d/%d/%s", info.Size(), info.ModTime().UnixNano(), changed), wholeSeconds: whole}, nil
+	return fileStamp{info: info, text: fmt.Sprintf("%d/%d/%s", info.Size(), info.ModTime().UnixNano(), changed), wholeSeconds: whole}, nil
 }
 
 // fingerprint is what changes when a writer invalidates a copy taken across

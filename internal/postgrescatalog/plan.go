@@ -166,14 +166,16 @@ func PlanShared(p Project, s Shared) (roles []Statement, createDatabase *Stateme
 		name string
 		have *Role
 	}{{p.OwnerRole, s.Owner}, {p.DataRole, s.Data}} {
-		switch {
-		case r.have == nil:
+		if r.have == nil {
 			roles = append(roles, Statement{StepRoles, "CREATE ROLE " + ident(r.name) + " NOLOGIN"})
+			continue
+		}
+		switch powers := r.have.powers(); {
 		case r.have.Superuser:
 			return nil, nil, nil, &Refusal{StepRoles, fmt.Sprintf("role %s is a superuser; a Project's role never is", r.name)}
-		case len(r.have.powers()) > 0:
+		case len(powers) > 0:
 			return nil, nil, nil, &Refusal{StepRoles, fmt.Sprintf("role %s holds %s; a Project's role holds none of them",
-				r.name, strings.Join(r.have.powers(), ", "))}
+				r.name, strings.Join(powers, ", "))}
 		}
 	}
 	d := s.Database

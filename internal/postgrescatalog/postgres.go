@@ -76,12 +76,14 @@ WITH db AS (
   SELECT DISTINCT s.refobjid AS oid FROM pg_shdepend s JOIN db ON s.dbid = db.oid
   WHERE s.deptype = 'o' AND s.refclassid = 'pg_authid'::regclass AND s.refobjid IN (SELECT member FROM members)
     AND s.classid NOT IN ('pg_default_acl'::regclass, 'pg_user_mapping'::regclass)
+), project_roles AS (
+  SELECT rolname, json_build_object('superuser', rolsuper, 'login', rolcanlogin, 'createRole', rolcreaterole,
+      'createDB', rolcreatedb, 'replication', rolreplication, 'bypassRLS', rolbypassrls) AS attributes
+  FROM pg_roles WHERE rolname IN ($2, $3)
 )
 SELECT json_build_object(
-  'owner', (SELECT json_build_object('superuser', rolsuper, 'login', rolcanlogin, 'createRole', rolcreaterole,
-      'createDB', rolcreatedb, 'replication', rolreplication, 'bypassRLS', rolbypassrls) FROM pg_roles WHERE rolname = $2),
-  'data', (SELECT json_build_object('superuser', rolsuper, 'login', rolcanlogin, 'createRole', rolcreaterole,
-      'createDB', rolcreatedb, 'replication', rolreplication, 'bypassRLS', rolbypassrls) FROM pg_roles WHERE rolname = $3),
+  'owner', (SELECT attributes FROM project_roles WHERE rolname = $2),
+  'data', (SELECT attributes FROM project_roles WHERE rolname = $3),
   'database', (SELECT json_build_object(
       'owner', r.rolname,
       'ownerSuperuser', r.rolsuper,

@@ -183,16 +183,14 @@ func Decide(in Input) Decision {
 func stage(in Input) (Status, bool) {
 	fluxFailed := in.Unit.Ready.Status == "False" && in.Unit.Ready.Reason != dependencyNotReady &&
 		RevisionDigest(in.Unit.AttemptedRevision) == in.Pin
-	couldNotApplyFor := func(reason string) string {
-		return couldNotApplyPrefix(in.Project, in.Version) + reason + ": "
-	}
 	couldNotApply := func(why Condition) Status {
-		return Status{State: StateFailure, Description: couldNotApplyFor(why.Reason) + withoutElapsed(oneLine(why.Message))}
+		return Status{State: StateFailure,
+			Description: couldNotApplyPrefix(in.Project, in.Version) + why.Reason + ": " + withoutElapsed(oneLine(why.Message))}
 	}
-	failedToApply := couldNotApply(in.Unit.Ready)
 	if !in.Pinned() {
 		return Status{Description: "the source is pinned to " + in.Pin + ", not yet to the Rollout's " + in.RolloutDigest}, false
 	}
+	failedToApply := couldNotApply(in.Unit.Ready)
 	if !in.Applied() {
 		switch {
 		case fluxFailed:

@@ -39,19 +39,43 @@ type Reporter struct {
 	mu sync.Mutex
 	// unseen holds when each repository the installation could not see was
 	// last asked for.
-	unseen map[githubapp.Repository]unseenRepo
+	unseen backoff[githubapp.Repository]
 	// skipped keeps, per unit, why it was last skipped, so the reason is
 	// logged once rather than every pass.
 	skipped map[string]string
 	// refused holds, per unit, the Deployment GitHub last refused a read or
 	// a write of, and when.
-	refused map[string]refusedDeployment
+	refused backoff[string]
 }
 
-type refusedDeployment struct {
-	id  int64
-	at  time.Time
-	err error
+// backoff holds, per key, a refusal GitHub charged for, and when it came,
+// so that the same question is not asked again for unseenRetry.
+type backoff[K comparable] map[K]charged
+
+type charged struct {
+	// deployment is what was asked of the key: a Deployment's id, 0 for a
+	// repository's list.
+	deployment int64
+	at         time.Time
+	err        error
+}
+
+// still returns the refusal k met when asked for deployment less than
+// unseenRetry before now, and nil when it may be asked again.
+func (b backoff[K]) still(k K, deployment int64, now time.Time) error {
+	ref, ok := b[k]
+	if !ok || ref.deployment != deployment || now.Sub(ref.at) >= unseenRetry {
+		delete(b, k)
+		return nil
+	}
+	return ref.err
+}
+
+func (b *backoff[K]) mark(k K, deployment int64, now time.Time, err error) {
+	if *b == nil {
+		*b = backoff[K]{}
+	}
+	(*b)[k] = charged{deployment: deployment, at: now, err: err}
 }
 
 // Pass looks at every unit once and writes every status that moved. A unit
@@ -100,11 +124,6 @@ type pass struct {
 
 	gateAsked bool
 	gate      Gate
-}
-
-type unseenRepo struct {
-	at  time.Time
-	err error
 }
 
 type repoDeployments struct {
@@ -259,21 +278,13 @@ func (r *Reporter) now() time.Time {
 func (r *Reporter) stillUnseen(repo githubapp.Repository) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	u, ok := r.unseen[repo]
-	if !ok || r.now().Sub(u.at) >= unseenRetry {
-		delete(r.unseen, repo)
-		return nil
-	}
-	return u.err
+	return r.unseen.still(repo, 0, r.now())
 }
 
 func (r *Reporter) markUnseen(repo githubapp.Repository, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.unseen == nil {
-		r.unseen = map[githubapp.Repository]unseenRepo{}
-	}
-	r.unseen[repo] = unseenRepo{at: r.now(), err: err}
+	r.unseen.mark(repo, 0, r.now(), err)
 }
 
 // stillRefused returns the refusal the unit's Deployment id met less than
@@ -282,12 +293,7 @@ func (r *Reporter) markUnseen(repo githubapp.Repository, err error) {
 func (r *Reporter) stillRefused(unit string, id int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ref, ok := r.refused[unit]
-	if !ok || ref.id != id || r.now().Sub(ref.at) >= unseenRetry {
-		delete(r.refused, unit)
-		return nil
-	}
-	return ref.err
+	return r.refused.still(unit, id, r.now())
 }
 
 // markRefused remembers err when GitHub refused the unit's Deployment id.
@@ -297,10 +303,7 @@ func (r *Reporter) markRefused(unit string, id int64, err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.refused == nil {
-		r.refused = map[string]refusedDeployment{}
-	}
-	r.refused[unit] = refusedDeployment{id: id, at: r.now(), err: err}
+	r.refused.mark(unit, id, r.now(), err)
 }
 
 // skip logs why a unit is not reported on, once per reason.
