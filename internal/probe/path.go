@@ -67,7 +67,7 @@ func checkSegment(seg string) error {
 				return errors.New("malformed percent-encoding")
 			}
 			d := unhex(seg[i+1])<<4 | unhex(seg[i+2])
-			if hiddenByte(d) {
+			if hiddenRune(rune(d)) {
 				return fmt.Errorf("percent-encoded %q is refused", string(rune(d)))
 			}
 			decoded = append(decoded, d)
@@ -112,10 +112,8 @@ func pathChar(c byte) bool {
 	return strings.IndexByte("-._~!$&'()*+,=:@", c) >= 0
 }
 
-// hiddenByte is a byte that, once a server decodes it, could change which
+// hiddenRune is a character that, once a server decodes it, could change which
 // path is served.
-func hiddenByte(b byte) bool { return hiddenRune(rune(b)) }
-
 func hiddenRune(r rune) bool {
 	return r < 0x20 || r == 0x7f || strings.ContainsRune(`/\.%;`, r)
 }

@@ -126,8 +126,8 @@ func New(opts ...Option) *Prober {
 
 // ServiceResolver looks a service's name up; *net.Resolver is one.
 type ServiceResolver interface {
+	Resolver
 	LookupCNAME(ctx context.Context, host string) (string, error)
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // ServiceDial dials a Canary service by its cluster name as written, never

@@ -348,6 +348,16 @@ func Unchanged(m MemberState) (bool, string) {
 	return true, ""
 }
 
+// ConfigsByName keys a namespace's ConfigMaps by name, as MovedConfigs
+// reads them.
+func ConfigsByName(cms []ConfigMap) map[string]ConfigMap {
+	byName := make(map[string]ConfigMap, len(cms))
+	for _, cm := range cms {
+		byName[cm.Name] = cm
+	}
+	return byName
+}
+
 // MovedConfigs names the ConfigMaps target takes environment from, by
 // reference or whole, whose data differs from the copy Flagger keeps for the
 // primary (<name>-primary, which the primary refers to instead): Flagger

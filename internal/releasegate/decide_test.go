@@ -395,11 +395,7 @@ func TestMovedConfigs(t *testing.T) {
 		{"shared, not tracked: one ConfigMap for both", target, deployment("ui-primary", container("ui:1", ref("ui-env"))),
 			[]ConfigMap{cm("ui-env", "full")}, nil},
 	} {
-		byName := map[string]ConfigMap{}
-		for _, cm := range c.configs {
-			byName[cm.Name] = cm
-		}
-		if got := MovedConfigs(*c.target, *c.primary, byName); !slices.Equal(got, c.want) {
+		if got := MovedConfigs(*c.target, *c.primary, ConfigsByName(c.configs)); !slices.Equal(got, c.want) {
 			t.Errorf("%s: moved %q, want %q", c.name, got, c.want)
 		}
 	}

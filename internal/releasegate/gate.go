@@ -430,10 +430,7 @@ func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, 
 	deployments := g.readDeployments(ctx, q)
 	return func(a asked) (Answer, error) {
 		members := g.members(a)
-		configs := make(map[string]ConfigMap, len(a.configMaps))
-		for _, cm := range a.configMaps {
-			configs[cm.Name] = cm
-		}
+		configs := ConfigsByName(a.configMaps)
 		for i, m := range members {
 			if m.Process == a.q.Process || !m.HasCanary || PassedOnRecord(a.q, m) {
 				continue

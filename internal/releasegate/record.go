@@ -118,3 +118,9 @@ func DecodeRecord(namespace, application string, data map[string]string) (Record
 func sameRecord(a, b Record) bool {
 	return bytes.Equal([]byte(EncodeRecord(a)[RecordKey]), []byte(EncodeRecord(b)[RecordKey]))
 }
+
+// ServingUnwarmed reports whether a revision serves that the record does not
+// say was warmed.
+func (r Record) ServingUnwarmed() bool {
+	return r.Serving != "" && (r.Warmup == nil || r.Warmup.Revision != r.Serving)
+}

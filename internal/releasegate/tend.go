@@ -184,6 +184,9 @@ type snapshot struct {
 	// round compares, by namespace and name.
 	configs map[string]map[string]ConfigMap
 	jobs    map[[2]string][]MigrationJob
+	// pods are the pods of the namespaces an undo counted new copies in
+	// this round, listed once per namespace.
+	pods map[string][]Pod
 }
 
 // read lists what every round needs, the lists side by side; Deployments
@@ -200,7 +203,7 @@ func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (
 	})
 	s := &snapshot{
 		records: map[string]StoredRecord{}, canaries: map[[2]string]CanaryState{},
-		deployments: map[[2]string]Deployment{}, configs: map[string]map[string]ConfigMap{},
+		deployments: map[[2]string]Deployment{}, configs: map[string]map[string]ConfigMap{}, pods: map[string][]Pod{},
 		jobs: map[[2]string][]MigrationJob{},
 	}
 	var err error
@@ -257,11 +260,7 @@ func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []
 				unread[ns] = fmt.Errorf("list the ConfigMaps of %s: %w", ns, err)
 				return
 			}
-			byName := make(map[string]ConfigMap, len(cms))
-			for _, cm := range cms {
-				byName[cm.Name] = cm
-			}
-			s.configs[ns] = byName
+			s.configs[ns] = ConfigsByName(cms)
 		})
 	}
 	wg.Wait()
@@ -337,7 +336,7 @@ func (t *Tender) Round(ctx context.Context) error {
 			return ctx.Err()
 		}
 		app := views[i].Namespace + "/" + views[i].Application
-		if r := views[i].Record; r != nil && r.Serving != "" && (r.Warmup == nil || r.Warmup.Revision != r.Serving) {
+		if r := views[i].Record; r != nil && r.ServingUnwarmed() {
 			// What serves is not warmed on record: a verdict for it is kept
 			// while another revision is pinned, for when the pin comes back.
 			wanted[warmKey{app, r.Serving}] = true
@@ -503,7 +502,7 @@ func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan
 	o := Tended{Namespace: v.Namespace, Application: v.Application}
 	log := t.logger.With(slog.String("namespace", v.Namespace), slog.String("application", v.Application))
 	if p.ReadNewCopies {
-		if err := t.countNewCopies(ctx, &v); err != nil {
+		if err := t.countNewCopies(ctx, s, &v); err != nil {
 			p.Unanswerable = err.Error()
 		} else {
 			p = Tend(v)
@@ -576,14 +575,18 @@ func (t *Tender) writeRecord(ctx context.Context, s *snapshot, v ApplicationView
 	return nil
 }
 
-// countNewCopies lists the namespace's pods once and counts each member's
+// countNewCopies lists the namespace's pods once a round and counts each member's
 // new copy among them by its Deployment's selector. No label narrows the
 // list: a pod of the new copy without the part-of label would go uncounted,
 // and an undo must not run while a new copy has a pod.
-func (t *Tender) countNewCopies(ctx context.Context, v *ApplicationView) error {
-	pods, err := t.cluster.Pods(ctx, v.Namespace, labels.Everything())
-	if err != nil {
-		return fmt.Errorf("list the pods of %s/%s: %w", v.Namespace, v.Application, err)
+func (t *Tender) countNewCopies(ctx context.Context, s *snapshot, v *ApplicationView) error {
+	pods, listed := s.pods[v.Namespace]
+	if !listed {
+		var err error
+		if pods, err = t.cluster.Pods(ctx, v.Namespace, labels.Everything()); err != nil {
+			return fmt.Errorf("list the pods of %s/%s: %w", v.Namespace, v.Application, err)
+		}
+		s.pods[v.Namespace] = pods
 	}
 	v.NewCopyPods = map[string]int{}
 	for _, m := range v.Members {

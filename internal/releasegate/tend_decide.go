@@ -408,7 +408,7 @@ func WarmupVerdict(revision string, w probe.Warmup, err error) WarmupRecord {
 func Tend(v ApplicationView) Plan {
 	p := tend(v)
 	if p.Unanswerable != "" && p.NotUndone == nil {
-		p.NotUndone = UnanswerablePlan(v, p.Unanswerable).NotUndone
+		p.NotUndone = supersededOnRecord(v)
 	}
 	return p
 }
@@ -417,13 +417,16 @@ func Tend(v ApplicationView) Plan {
 // for: the cause, and a migration left applied by a superseded release where
 // the record read names one.
 func UnanswerablePlan(v ApplicationView, cause string) Plan {
-	p := Plan{Unanswerable: cause}
-	if v.Record != nil && v.RecordErr == nil {
-		p.Record = *v.Record
-		reportSuperseded(&p)
-		p.Record = Record{}
+	return Plan{Unanswerable: cause, NotUndone: supersededOnRecord(v)}
+}
+
+// supersededOnRecord is what superseded says of the record read, when one
+// was read.
+func supersededOnRecord(v ApplicationView) *NotUndone {
+	if v.Record == nil || v.RecordErr != nil {
+		return nil
 	}
-	return p
+	return superseded(*v.Record)
 }
 
 func tend(v ApplicationView) Plan {
@@ -485,7 +488,7 @@ func tend(v ApplicationView) Plan {
 			now := v.Now.UTC()
 			next.Pinned, next.Since = pinned, &now
 		}
-		if next.Serving != "" && next.Serving == pinned && (next.Warmup == nil || next.Warmup.Revision != pinned) {
+		if next.Serving == pinned && next.ServingUnwarmed() {
 			targets, err := WarmTargets(v.Members)
 			p.Warm = &Warm{Revision: pinned, Targets: targets, Err: err}
 		}
@@ -497,11 +500,13 @@ func tend(v ApplicationView) Plan {
 	if !ok || next.Pinned == "" || next.Pinned != pinned {
 		// Only a release the Canaries all carry is started, held or undone:
 		// while a render is being applied they name no one release.
-		reportSuperseded(&p)
+		p.NotUndone = superseded(p.Record)
 		return p
 	}
 	decideRelease(&p, v, next, mig)
-	reportSuperseded(&p)
+	if p.NotUndone == nil {
+		p.NotUndone = superseded(p.Record)
+	}
 	// The release's decision may have moved the record on (a migration
 	// started or undone); only a record that differs from the one read is
 	// written.
@@ -509,16 +514,17 @@ func tend(v ApplicationView) Plan {
 	return p
 }
 
-// reportSuperseded reports a migration left applied by a release that is no
+// superseded reports a migration left applied by a release that is no
 // longer the one in flight (its pin reverted, or another release applied),
 // every round until an operator clears it: no decision about the release in
 // flight reports it any more. What its down would return to was in that
-// release's inputs, which are gone, so the tag is left empty.
-func reportSuperseded(p *Plan) {
-	if p.NotUndone != nil || p.Record.Migrated == "" || p.Record.Migrated == p.Record.Pinned {
-		return
+// release's inputs, which are gone, so the tag is left empty. nil when the
+// record names no such migration.
+func superseded(rec Record) *NotUndone {
+	if rec.Migrated == "" || rec.Migrated == rec.Pinned {
+		return nil
 	}
-	p.NotUndone = &NotUndone{Condition: UndoSuperseded, Migrated: RevisionTag(p.Record.Migrated)}
+	return &NotUndone{Condition: UndoSuperseded, Migrated: RevisionTag(rec.Migrated)}
 }
 
 // decideRelease decides a release in flight, next.Pinned applied but not

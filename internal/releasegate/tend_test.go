@@ -130,9 +130,7 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 	}
 
 	e := newEdge(t)
-	logs := &testenv.LogBuffer{}
-	tender := releasegate.NewTender(replacingCluster{Kube: kube, t: t, cp: cp, app: raced}, gateNS, e.warmer(),
-		slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	tender, logs := loggedTender(replacingCluster{Kube: kube, t: t, cp: cp, app: raced}, e.warmer())
 	if last := tender.Last(); !last.Tended.IsZero() {
 		t.Fatalf("tended before the first round: %v", last.Tended)
 	}
@@ -241,8 +239,7 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 
 	// A restart: a new gate, no memory but the records. Nothing is written
 	// again, nothing warmed twice, and the held release keeps its since.
-	logs2 := &testenv.LogBuffer{}
-	restarted := releasegate.NewTender(kube, gateNS, e.warmer(), slog.New(slog.NewJSONHandler(logs2, nil)), time.Now)
+	restarted, logs2 := loggedTender(kube, e.warmer())
 	counter.Reset()
 	if err := restarted.Round(context.Background()); err != nil {
 		t.Fatal(err)
@@ -479,9 +476,8 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 		<-release
 		return probe.Warmup{Requests: 1}, nil
 	})
-	logs := &testenv.LogBuffer{}
 	cluster := &failingRecordWrite{Kube: kube}
-	tender := releasegate.NewTender(cluster, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	tender, logs := loggedTender(cluster, warmer)
 	var prompted atomic.Int32
 	tender.OnWarmupDone(func() { prompted.Add(1) })
 	finished := make(chan error, 1)
@@ -649,9 +645,15 @@ func ownTender(t *testing.T) (*testenv.ControlPlane, *releasegate.Tender, *teste
 	if err != nil {
 		t.Fatal(err)
 	}
+	tender, logs := loggedTender(kube, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil }))
+	return cp, tender, logs
+}
+
+// loggedTender is a Tender on cluster, warming through warmer, whose JSON
+// log lines the returned buffer holds.
+func loggedTender(cluster releasegate.TendCluster, warmer releasegate.Warmer) (*releasegate.Tender, *testenv.LogBuffer) {
 	logs := &testenv.LogBuffer{}
-	warmer := warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil })
-	return cp, releasegate.NewTender(kube, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now), logs
+	return releasegate.NewTender(cluster, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now), logs
 }
 
 // round runs one round, failing the test when it fails.
@@ -674,12 +676,11 @@ func TestAWarmupVerdictWaitsForThePinToComeBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &testenv.LogBuffer{}
-	tender := releasegate.NewTender(kube, gateNS, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
+	tender, logs := loggedTender(kube, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
 		warmups.Add(1)
 		<-release
 		return probe.Warmup{Requests: 1}, nil
-	}), slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	}))
 	ns := cp.Namespace(t)
 	docs := &app{ns: ns, name: "docs",
 		members: []member{{process: "docs", phase: "Succeeded", applied: "d-1", promoted: "d-1", image: "docs:1", primaryImage: "docs:1",
@@ -741,8 +742,7 @@ func TestAFailedDeploymentsListFailsOnlyWhoNeedsIt(t *testing.T) {
 	settling.apply(t, cp)
 	proven.apply(t, cp)
 	held.apply(t, cp)
-	logs := &testenv.LogBuffer{}
-	tender := releasegate.NewTender(failingDeployments{kube}, gateNS, nil, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
+	tender, logs := loggedTender(failingDeployments{kube}, nil)
 	round(t, tender, logs)
 	u := logEntries(t, logs.String(), ns, "application unanswerable")
 	if len(u) != 2 || !strings.Contains(u[0]["cause"].(string), "list the Deployments") {
