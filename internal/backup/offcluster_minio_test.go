@@ -39,35 +39,65 @@ type sentBody struct {
 type recorder struct {
 	mu   sync.Mutex
 	sent []sentBody
+	open sync.WaitGroup // bodies the transport has not closed yet
 }
 
+// hashingBody hashes a request's body as the transport reads it and hands
+// the sum over when the transport closes it. RoundTrip may return while the
+// transport is still reading (a server answers a wrong key before it has read
+// the body) and the transport closes the body when it is done, from its own
+// goroutine: so the sum is taken at Close, and mu keeps it apart from a Read.
 type hashingBody struct {
 	io.ReadCloser
-	h hash.Hash
-	n int64
+	mu     sync.Mutex
+	h      hash.Hash
+	n      int64
+	closed bool
+	done   func(actual string, size int64)
 }
 
 func (b *hashingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	b.mu.Lock()
 	b.h.Write(p[:n])
 	b.n += int64(n)
+	b.mu.Unlock()
 	return n, err
 }
 
+func (b *hashingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		b.done(hex.EncodeToString(b.h.Sum(nil)), b.n)
+	}
+	return err
+}
+
+// RoundTrip sends req with its body wrapped; a RoundTripper must not change
+// the request it is handed, so the wrapper goes on a copy. The transport
+// always closes the body, on errors too, and that records it.
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPut || req.Body == nil || req.ContentLength <= 0 {
 		return http.DefaultTransport.RoundTrip(req)
 	}
-	body := &hashingBody{ReadCloser: req.Body, h: sha256.New()}
-	req.Body = body
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	r.mu.Lock()
-	r.sent = append(r.sent, sentBody{header: req.Header.Get("X-Amz-Content-Sha256"), actual: hex.EncodeToString(body.h.Sum(nil)), size: body.n})
-	r.mu.Unlock()
-	return resp, err
+	header := req.Header.Get("X-Amz-Content-Sha256")
+	r.open.Add(1)
+	sent := req.Clone(req.Context())
+	sent.Body = &hashingBody{ReadCloser: req.Body, h: sha256.New(), done: func(actual string, size int64) {
+		r.mu.Lock()
+		r.sent = append(r.sent, sentBody{header: header, actual: actual, size: size})
+		r.mu.Unlock()
+		r.open.Done()
+	}}
+	return http.DefaultTransport.RoundTrip(sent)
 }
 
+// bodies are the bodies sent, once the transport has closed every one.
 func (r *recorder) bodies() []sentBody {
+	r.open.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.sent)
