@@ -16,6 +16,15 @@ const (
 	EnvAPIURL         = "GITHUB_API_URL"
 )
 
+// Variables are the variables FromEnv reads, for a service's --help.
+var Variables = []settings.Variable{
+	{Name: EnvAppID, Default: settings.Required, Meaning: "the GitHub App's id"},
+	{Name: EnvInstallationID, Default: settings.Required, Meaning: "the App's installation"},
+	{Name: EnvPrivateKey, Default: "one of the two required", Meaning: "the App's private key, PEM"},
+	{Name: EnvPrivateKeyFile, Default: settings.Unset, Meaning: "a file holding that key instead; setting both is an error"},
+	{Name: EnvAPIURL, Default: DefaultAPIURL, Meaning: "the REST API root; for GitHub Enterprise Server https://<host>/api/v3"},
+}
+
 // FromEnv reads an App installation's variables: the App and installation
 // ids, the private key inline or from a file (exactly one of the two), and
 // optionally the API root for GitHub Enterprise. The error names the first

@@ -14,7 +14,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
+
+// Variables are the variables Config reads, for a service's --help.
+var Variables = []settings.Variable{
+	{Name: "KUBECONFIG", Default: settings.Unset, Meaning: "kubeconfig file(s) to reach the cluster; unset, the in-cluster ServiceAccount, else ~/.kube/config, as kubectl does"},
+}
 
 // Config finds the cluster as kubectl does: the files KUBECONFIG names, else
 // the pod's own ServiceAccount, else ~/.kube/config.

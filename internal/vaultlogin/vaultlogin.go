@@ -24,13 +24,27 @@ type Settings struct {
 	TokenFile string // TOKEN_FILE, default DefaultTokenFile
 }
 
+// DefaultAuthPath is where the Kubernetes auth method is mounted unless
+// VAULT_AUTH_PATH says otherwise.
+const DefaultAuthPath = "kubernetes"
+
 // Read reads the four variables; defaultRole is the job's own role name.
 func Read(env *settings.Reader, defaultRole string) Settings {
 	return Settings{
 		Addr:      env.Required("VAULT_ADDR"),
 		Role:      env.String("VAULT_ROLE", defaultRole),
-		AuthPath:  env.String("VAULT_AUTH_PATH", "kubernetes"),
+		AuthPath:  env.String("VAULT_AUTH_PATH", DefaultAuthPath),
 		TokenFile: env.String("TOKEN_FILE", DefaultTokenFile),
+	}
+}
+
+// Variables are the variables Read reads, for a job's --help.
+func Variables(defaultRole string) []settings.Variable {
+	return []settings.Variable{
+		{Name: "VAULT_ADDR", Default: settings.Required, Meaning: "Vault's address; Vault's client reads its other VAULT_* variables (TLS, retries) itself"},
+		{Name: "VAULT_ROLE", Default: defaultRole, Meaning: "the Kubernetes-auth role it logs in as"},
+		{Name: "VAULT_AUTH_PATH", Default: DefaultAuthPath, Meaning: "where that auth method is mounted"},
+		{Name: "TOKEN_FILE", Default: DefaultTokenFile, Meaning: "the JWT it logs in with"},
 	}
 }
 
