@@ -12,10 +12,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/collector"
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
@@ -26,7 +28,7 @@ import (
 func main() {
 	kubeclient.LogAsJSON(os.Stderr)
 	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Getenv, os.ReadFile, time.Now, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, os.ReadFile, time.Now, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -40,6 +42,22 @@ type config struct {
 	interval time.Duration
 	addr     string
 	app      githubapp.Config
+}
+
+// service is the Collector as its --help tells it.
+var service = cli.Service{
+	Name: "collector",
+	Summary: "collector captures the cluster's volume bindings and pod placements when it starts and once every\n" +
+		"INTERVAL, and commits them to the Estate repository through a GitHub App whenever a fact changed.",
+	Variables: slices.Concat([]settings.Variable{
+		{Name: "CLUSTER_NAME", Default: settings.Required, Meaning: "the cluster the snapshot names; a snapshot of another cluster is never overwritten"},
+		{Name: "ESTATE_REPOSITORY", Default: settings.Required, Meaning: "owner/name of the Estate repository"},
+		{Name: "ESTATE_PATH", Default: "cluster-state.yml", Meaning: "the file's path in that repository"},
+		{Name: "ESTATE_BRANCH", Default: "the default branch", Meaning: "the branch read and committed to"},
+	}, githubapp.Variables, []settings.Variable{
+		{Name: "INTERVAL", Default: "10m", Meaning: "time between captures (Go duration)"},
+		{Name: "ADDR", Default: ":8080", Meaning: "where /fresh, /healthz and /readyz are served"},
+	}, kubeclient.Variables),
 }
 
 func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error)) (config, error) {
@@ -65,8 +83,13 @@ func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error
 	return cfg, nil
 }
 
-// run starts the Collector and serves until ctx ends; it returns the exit code.
-func run(ctx context.Context, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time, logs io.Writer) int {
+// run answers --help and --version, or starts the Collector and serves
+// until ctx ends; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time,
+	stdout, logs io.Writer) int {
+	if code, answered := service.Answer(args, stdout, logs); answered {
+		return code
+	}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	cfg, err := loadConfig(getenv, readFile)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/collector"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
@@ -44,7 +46,7 @@ func TestRunCapturesServesFreshAndDrains(t *testing.T) {
 	defer cancel()
 	logs := &testenv.LogBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, testenv.Getenv(env), os.ReadFile, time.Now, logs) }()
+	go func() { done <- run(ctx, nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs) }()
 
 	eventually := func(what string, ok func() bool) {
 		t.Helper()
@@ -132,7 +134,7 @@ func TestBadConfigurationStopsWithOneLineNamingIt(t *testing.T) {
 				env[k] = v
 			}
 			var logs bytes.Buffer
-			if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, &logs); code == 0 {
+			if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, &logs); code == 0 {
 				t.Fatal("started with a bad configuration")
 			}
 			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
@@ -165,10 +167,36 @@ func TestAnAddressInUseStopsTheBinary(t *testing.T) {
 		"GITHUB_API_URL": fake.URL(), "KUBECONFIG": kubeconfig, "ADDR": taken.Addr().String(),
 	}
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 {
+	if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs); code != 1 {
 		t.Fatalf("exit %d with the address taken", code)
 	}
 	if !strings.Contains(logs.String(), `"msg":"server stopped"`) || !strings.Contains(logs.String(), "listen on") {
 		t.Fatalf("logs:\n%s", logs)
 	}
+}
+
+// variables are the variables the README's table names for the Collector.
+var variables = []string{"CLUSTER_NAME", "ESTATE_REPOSITORY", "ESTATE_PATH", "ESTATE_BRANCH", "GITHUB_APP_ID",
+	"GITHUB_APP_INSTALLATION_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_FILE", "GITHUB_API_URL", "INTERVAL", "ADDR", "KUBECONFIG"}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "collector", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, getenv, os.ReadFile, time.Now, stdout, stderr)
+	}, variables)
+}
+
+// TestHelpNamesEveryVariableItReads starts the Collector with a
+// configuration that stops only at the cluster, the last thing it reads.
+func TestHelpNamesEveryVariableItReads(t *testing.T) {
+	fake := fakegithub.New(t)
+	env := clitest.Record(map[string]string{
+		"CLUSTER_NAME": "production", "ESTATE_REPOSITORY": "estate-org/estate",
+		"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
+		"KUBECONFIG": filepath.Join(t.TempDir(), "missing"),
+	})
+	var logs bytes.Buffer
+	if code := run(context.Background(), nil, env.Getenv, os.ReadFile, time.Now, io.Discard, &logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+		t.Fatalf("exit %d: %s", code, logs.String())
+	}
+	env.Named(t, variables)
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/demo"
 )
 
@@ -38,4 +40,13 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "demo", func(args []string, _ func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, stdout, stderr, func(context.Context, demo.Options) error {
+			t.Error("the demo played")
+			return nil
+		})
+	}, []string{"--once", "KUBEBUILDER_ASSETS", "DELIVERY_CACHE"})
 }

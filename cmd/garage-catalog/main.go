@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/garagecatalog"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
@@ -18,15 +19,29 @@ import (
 
 func main() {
 	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Getenv, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run reads the settings, the catalog and then Vault and Garage, in that
-// order: a bad setting or a refused catalog reaches neither. Every way it
-// ends is one JSON line on out.
-func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
+// service is the job as its --help tells it.
+var service = cli.Service{
+	Name: "garage-catalog",
+	Summary: "garage-catalog applies the bucket catalog deploy-kit renders to Garage through its admin API, once,\n" +
+		"and exits: 0 when Garage and Vault hold the catalog, 1 on a bad setting, a refused catalog or a failed\n" +
+		"call. It never deletes a key, a bucket or a grant.",
+	Variables: append([]settings.Variable{{Name: "CATALOG_FILE", Default: settings.Required,
+		Meaning: "the catalog, one JSON document (the catalog ConfigMap's key, as mounted)"}},
+		vaultlogin.Variables("garage-catalog")...),
+}
+
+// run answers --help and --version, or reads the settings, the catalog and
+// then Vault and Garage, in that order: a bad setting or a refused catalog
+// reaches neither. Every way a run ends is one JSON line on out.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, out io.Writer) int {
+	if code, answered := service.Answer(args, stdout, out); answered {
+		return code
+	}
 	log := slog.New(slog.NewJSONHandler(out, nil))
 	env := settings.New(getenv)
 	file := env.Required("CATALOG_FILE")

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegarage"
 )
@@ -74,7 +76,7 @@ func newJob(t *testing.T) *job {
 func (j *job) run(t *testing.T) (int, []map[string]any, string) {
 	t.Helper()
 	var out bytes.Buffer
-	code := run(context.Background(), func(k string) string { return j.env[k] }, &out)
+	code := run(context.Background(), nil, func(k string) string { return j.env[k] }, io.Discard, &out)
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var m map[string]any
@@ -164,4 +166,21 @@ func TestRunFailsWhenGarageRefuses(t *testing.T) {
 	if code != 1 || len(lines) != 1 || !strings.Contains(out, "HTTP 403") || strings.Contains(out, "stale") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
+}
+
+// variables are the variables the README's table names for the job.
+var variables = []string{"CATALOG_FILE", "VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "TOKEN_FILE"}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "garage-catalog", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, getenv, stdout, stderr)
+	}, variables)
+}
+
+func TestHelpNamesEveryVariableItReads(t *testing.T) {
+	env := clitest.Record(map[string]string{})
+	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard); code != 1 {
+		t.Fatalf("exit %d without CATALOG_FILE", code)
+	}
+	env.Named(t, variables)
 }

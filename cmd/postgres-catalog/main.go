@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/postgrescatalog"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
@@ -18,16 +20,31 @@ import (
 
 func main() {
 	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Getenv, os.Stderr, postgrescatalog.Connector{})
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, postgrescatalog.Connector{})
 	stop()
 	os.Exit(code)
 }
 
-// run reads the settings, the catalog, then Vault, then PostgreSQL, in that
-// order: a bad setting or a refused catalog never reaches either server.
-// base carries what a test adds to every connection (a statement tracer).
-// Every way it ends is one JSON line on out.
-func run(ctx context.Context, getenv func(string) string, out io.Writer, base postgrescatalog.Connector) int {
+// service is the job as its --help tells it.
+var service = cli.Service{
+	Name: "postgres-catalog",
+	Summary: "postgres-catalog applies a PostgreSQL server's database catalog once and exits: 0 when the server\n" +
+		"and Vault hold the catalog, 1 on a bad setting, a refused catalog or a failed step.",
+	Variables: slices.Concat([]settings.Variable{{Name: "CATALOG_FILE", Default: settings.Required,
+		Meaning: "the catalog file (the mounted ConfigMap's key)"}},
+		vaultlogin.Variables("postgres-catalog"),
+		[]settings.Variable{{Name: "PGSSLROOTCERT", Default: "the system's roots", Meaning: "CA bundle for sslmode verify-ca/verify-full"}}),
+}
+
+// run answers --help and --version, or reads the settings, the catalog,
+// then Vault, then PostgreSQL, in that order: a bad setting or a refused
+// catalog never reaches either server. base carries what a test adds to
+// every connection (a statement tracer). Every way a run ends is one JSON
+// line on out.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, out io.Writer, base postgrescatalog.Connector) int {
+	if code, answered := service.Answer(args, stdout, out); answered {
+		return code
+	}
 	log := slog.New(slog.NewJSONHandler(out, nil))
 	env := settings.New(getenv)
 	vaultSettings := vaultlogin.Read(env, "postgres-catalog")

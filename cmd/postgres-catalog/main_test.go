@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/postgrescatalog"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -119,7 +121,7 @@ func (f *fixture) run(t *testing.T, catalogFile string, extra ...string) (int, [
 	f.proxy.Reset()
 	f.tracer.Reset()
 	var out bytes.Buffer
-	code := run(context.Background(), func(k string) string { return env[k] }, &out, postgrescatalog.Connector{Tracer: f.tracer})
+	code := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, &out, postgrescatalog.Connector{Tracer: f.tracer})
 	var lines []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var fields map[string]any
@@ -287,4 +289,21 @@ func (l *requestLog) writes() []string {
 		}
 	}
 	return out
+}
+
+// variables are the variables the README's table names for the job.
+var variables = []string{"CATALOG_FILE", "VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "TOKEN_FILE", "PGSSLROOTCERT"}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "postgres-catalog", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, getenv, stdout, stderr, postgrescatalog.Connector{})
+	}, variables)
+}
+
+func TestHelpNamesEveryVariableItReads(t *testing.T) {
+	env := clitest.Record(map[string]string{})
+	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard, postgrescatalog.Connector{}); code != 1 {
+		t.Fatalf("exit %d without CATALOG_FILE", code)
+	}
+	env.Named(t, variables)
 }

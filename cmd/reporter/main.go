@@ -14,10 +14,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
@@ -28,7 +30,7 @@ import (
 func main() {
 	kubeclient.LogAsJSON(os.Stderr)
 	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Getenv, os.ReadFile, time.Now, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, os.ReadFile, time.Now, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -43,6 +45,19 @@ type config struct {
 	addr      string
 	gateURL   string
 	app       githubapp.Config
+}
+
+// service is the Reporter as its --help tells it.
+var service = cli.Service{
+	Name: "reporter",
+	Summary: "reporter keeps every release's GitHub Deployment status current as Flux and Flagger move it: a pass\n" +
+		"when it starts, on every event Flux's notification Provider posts to POST /flux, and once every INTERVAL.",
+	Variables: slices.Concat(githubapp.Variables, []settings.Variable{
+		{Name: "FLUX_NAMESPACE", Default: "flux-system", Meaning: "where the units project-<project> are"},
+		{Name: "INTERVAL", Default: "30s", Meaning: "time between passes (Go duration)"},
+		{Name: "ADDR", Default: ":8080", Meaning: "where /flux, /fresh, /healthz and /readyz are served"},
+		{Name: "GATE_URL", Default: DefaultGateURL, Meaning: "the Release Gate's root"},
+	}, kubeclient.Variables),
 }
 
 func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error)) (config, error) {
@@ -66,8 +81,13 @@ func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error
 	return cfg, nil
 }
 
-// run starts the Reporter and serves until ctx ends; it returns the exit code.
-func run(ctx context.Context, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time, logs io.Writer) int {
+// run answers --help and --version, or starts the Reporter and serves until
+// ctx ends; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time,
+	stdout, logs io.Writer) int {
+	if code, answered := service.Answer(args, stdout, logs); answered {
+		return code
+	}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	cfg, err := loadConfig(getenv, readFile)
 	if err != nil {

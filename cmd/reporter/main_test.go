@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -76,7 +77,7 @@ status:
 	}
 	logs := &testenv.LogBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, testenv.Getenv(env), os.ReadFile, time.Now, logs) }()
+	go func() { done <- run(ctx, nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs) }()
 	eventually := func(what string, ok func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
@@ -167,7 +168,7 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 		}
 		env[change[0]] = change[1]
 		logs := &testenv.LogBuffer{}
-		if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 {
+		if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs); code != 1 {
 			t.Errorf("%s: exit %d", name, code)
 		}
 		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) {
@@ -207,7 +208,7 @@ func TestNoClusterStopsAtStart(t *testing.T) {
 	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+	if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
 }
@@ -223,7 +224,30 @@ func TestAnAddressInUseStopsIt(t *testing.T) {
 	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"GITHUB_API_URL": fake.URL(), "FLUX_NAMESPACE": cp.Namespace(t), "ADDR": ln.Addr().String(), "KUBECONFIG": cp.GrantKubeconfig(t, "../../deploy/reporter/rbac.yaml", "delivery-system", "reporter")}
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), testenv.Getenv(env), os.ReadFile, time.Now, logs); code != 1 || !strings.Contains(logs.String(), "server stopped") {
+	if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "server stopped") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
+}
+
+// variables are the variables the README's table names for the Reporter.
+var variables = []string{"GITHUB_APP_ID", "GITHUB_APP_INSTALLATION_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_FILE",
+	"GITHUB_API_URL", "FLUX_NAMESPACE", "INTERVAL", "ADDR", "GATE_URL", "KUBECONFIG"}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "reporter", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, getenv, os.ReadFile, time.Now, stdout, stderr)
+	}, variables)
+}
+
+// TestHelpNamesEveryVariableItReads starts the Reporter with a
+// configuration that stops only at the cluster, the last thing it reads.
+func TestHelpNamesEveryVariableItReads(t *testing.T) {
+	fake := fakegithub.New(t)
+	env := clitest.Record(map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002",
+		"GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM), "KUBECONFIG": filepath.Join(t.TempDir(), "missing")})
+	logs := &testenv.LogBuffer{}
+	if code := run(context.Background(), nil, env.Getenv, os.ReadFile, time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+		t.Fatalf("exit %d, log %q", code, logs)
+	}
+	env.Named(t, variables)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultlogin"
@@ -18,15 +19,27 @@ import (
 
 func main() {
 	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Getenv, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run reads the settings, the render and then Vault, in that order: a bad
-// setting or a refused render never reaches Vault. Every way it ends is one
-// JSON line on out.
-func run(ctx context.Context, getenv func(string) string, out io.Writer) int {
+// service is the job as its --help tells it.
+var service = cli.Service{
+	Name: "vault-policy",
+	Summary: "vault-policy applies the Vault policies and Kubernetes-auth roles deploy-kit renders into a mounted\n" +
+		"ConfigMap, once, and exits: 0 when Vault holds the render, 1 on a refused render or a failed call.",
+	Variables: append(vaultlogin.Variables("policy-admin"),
+		settings.Variable{Name: "POLICIES_DIR", Default: "/policies", Meaning: "where the render's ConfigMap is mounted"}),
+}
+
+// run answers --help and --version, or reads the settings, the render and
+// then Vault, in that order: a bad setting or a refused render never reaches
+// Vault. Every way a run ends is one JSON line on out.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, out io.Writer) int {
+	if code, answered := service.Answer(args, stdout, out); answered {
+		return code
+	}
 	log := slog.New(slog.NewJSONHandler(out, nil))
 	env := settings.New(getenv)
 	vault := vaultlogin.Read(env, "policy-admin")

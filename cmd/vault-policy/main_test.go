@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultlogin"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultpolicy"
@@ -60,7 +62,7 @@ func (f *fixture) run(t *testing.T, policiesDir string, extra ...string) (int, [
 func runWith(t *testing.T, env map[string]string) (int, []map[string]any) {
 	t.Helper()
 	var out bytes.Buffer
-	code := run(context.Background(), func(k string) string { return env[k] }, &out)
+	code := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, &out)
 	var lines []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var fields map[string]any
@@ -271,4 +273,21 @@ func TestRunGrantsWorkAsRendered(t *testing.T) {
 		TokenFile: cp.ServiceAccountTokenFile(t, "data-system", "auth-api")}); err == nil {
 		t.Error("a ServiceAccount of another namespace logged in as auth-system-auth-api")
 	}
+}
+
+// variables are the variables the README's table names for the job.
+var variables = []string{"VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "POLICIES_DIR", "TOKEN_FILE"}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "vault-policy", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, getenv, stdout, stderr)
+	}, variables)
+}
+
+func TestHelpNamesEveryVariableItReads(t *testing.T) {
+	env := clitest.Record(map[string]string{})
+	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard); code != 1 {
+		t.Fatalf("exit %d without VAULT_ADDR", code)
+	}
+	env.Named(t, variables)
 }
