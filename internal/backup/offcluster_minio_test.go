@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"io"
 	"net/http"
@@ -398,12 +399,23 @@ func TestDrillPassesAGoodCopyAndCatchesACorruptedOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	scratch := t.TempDir()
-	drilled, err := f.restorer(t).Drill(ctx, scratch)
+	heard := &stages{t: t}
+	r := f.restorer(t)
+	r.Progress = heard
+	drilled, err := r.Drill(ctx, scratch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if drilled.Databases != 1 || drilled.Files != 2 {
 		t.Fatalf("drilled %+v", drilled)
+	}
+	if want := []string{"the provider's SHA-256 checksum", "age's authentication", "gzip's CRC", "the archive reads whole",
+		"integrity_check of 1 SQLite database"}; !slices.Equal(drilled.Checks, want) {
+		t.Errorf("checks %q, want %q", drilled.Checks, want)
+	}
+	if want := []string{fmt.Sprintf("fetching, decrypting and unpacking %s (%d bytes)", testDestination.Key(drilled.Generation.Name()), drilled.Size),
+		fmt.Sprintf("end after %d bytes", drilled.Size), "checking " + drilled.Generation.Name() + " (0 bytes)", "end after 0 bytes"}; !slices.Equal(heard.said, want) {
+		t.Errorf("the progress heard %q, want %q", heard.said, want)
 	}
 
 	// A newer copy whose archive is whole but whose database is damaged: a
@@ -567,9 +579,13 @@ func TestDrillChecksDumpsAndDefinitions(t *testing.T) {
 		if err := f.copier(t, f.store(t, ""), 10, MinPartSize).Copy(ctx, g, path); err != nil {
 			t.Fatal(err)
 		}
-		_, err = f.restorer(t).Drill(ctx, t.TempDir())
+		drilled, err := f.restorer(t).Drill(ctx, t.TempDir())
 		if (err == nil) != c.ok {
 			t.Errorf("%s case %d: drill said %v", c.method, i, err)
+		}
+		check := map[string]string{"postgres": "pg_dumpall's banners and every COPY block ending", "rabbitmq": "the definitions parse"}[c.method]
+		if c.ok && (len(drilled.Checks) == 0 || drilled.Checks[len(drilled.Checks)-1] != check) {
+			t.Errorf("%s case %d: checks %q, want %q last", c.method, i, drilled.Checks, check)
 		}
 
 		// The claim's copy restores too, into a file, byte for byte.

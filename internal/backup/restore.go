@@ -36,6 +36,8 @@ type Restorer struct {
 	ClaimDir    string
 	// Now is the drill's clock; time.Now when nil.
 	Now func() time.Time
+	// Progress hears each stage as it goes; nil hears nothing.
+	Progress Progress
 }
 
 // List names the generations there, newest first. Rollback copies on the
@@ -79,6 +81,11 @@ type Restored struct {
 	Path      string
 	Files     int // regular files unpacked
 	Databases int // SQLite databases among them that passed integrity_check (drill only)
+	// Size is the generation's size as stored: the encrypted copy, or the
+	// file on the claim.
+	Size int64
+	// Checks name what the generation passed on its way back, in order.
+	Checks []string
 	// Ahead are the copies stamped after the drill's time, passed over
 	// (drill only).
 	Ahead []Generation
@@ -107,7 +114,7 @@ func (r Restorer) Restore(ctx context.Context, g Generation, target string) (Res
 	defer func() { _ = removeRestored(work) }()
 
 	result := Restored{Generation: g}
-	err = r.read(ctx, g, func(plain io.Reader) error {
+	err = r.read(ctx, g, &result, func(plain io.Reader) error {
 		if g.Method == "files" {
 			n, err := unpack(ctx, plain, work)
 			result.Files = n
@@ -123,6 +130,7 @@ func (r Restorer) Restore(ctx context.Context, g Generation, target string) (Res
 			return Restored{}, err
 		}
 		result.Path = target
+		result.Checks = append(result.Checks, "the archive reads whole")
 		return result, nil
 	}
 	name := strings.TrimSuffix(g.Name(), ".gz")
@@ -179,8 +187,14 @@ func removeLeftovers(target string) error {
 
 // read opens generation g, verifies and decrypts it, and hands the
 // decompressed bytes to consume. It fails unless every byte was read and
-// matched the provider's checksums, the age authentication and gzip's CRC.
-func (r Restorer) read(ctx context.Context, g Generation, consume func(io.Reader) error) error {
+// matched the provider's checksums, the age authentication and gzip's CRC;
+// it records the generation's size and those checks in result.
+func (r Restorer) read(ctx context.Context, g Generation, result *Restored, consume func(io.Reader) error) error {
+	progress := r.progress()
+	unpacking := "unpacking"
+	if g.Method != "files" {
+		unpacking = "writing"
+	}
 	var raw io.Reader
 	var verifier *checksumReader
 	if r.Store != nil {
@@ -194,7 +208,10 @@ func (r Restorer) read(ctx context.Context, g Generation, consume func(io.Reader
 			return fmt.Errorf("fetch %s: %w", key, err)
 		}
 		defer body.Close()
-		verifier = newChecksumReader(body, stored)
+		result.Size = stored.Size
+		progress.Begin("fetching, decrypting and "+unpacking+" "+key, stored.Size)
+		defer progress.End()
+		verifier = newChecksumReader(progressReader{r: body, p: progress}, stored)
 		plain, err := age.Decrypt(verifier, r.Identities...)
 		if err != nil {
 			return fmt.Errorf("decrypt %s: %w", key, err)
@@ -206,7 +223,14 @@ func (r Restorer) read(ctx context.Context, g Generation, consume func(io.Reader
 			return fmt.Errorf("open %s: %w", g.Name(), err)
 		}
 		defer f.Close()
-		raw = f
+		info, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("open %s: %w", g.Name(), err)
+		}
+		result.Size = info.Size()
+		progress.Begin("reading and "+unpacking+" "+g.Name(), info.Size())
+		defer progress.End()
+		raw = progressReader{r: f, p: progress}
 	}
 	zr, err := gzip.NewReader(raw)
 	if err != nil {
@@ -224,8 +248,12 @@ func (r Restorer) read(ctx context.Context, g Generation, consume func(io.Reader
 		return fmt.Errorf("%s: %w", g.Name(), err)
 	}
 	if verifier != nil {
-		return verifier.verify()
+		if err := verifier.verify(); err != nil {
+			return err
+		}
+		result.Checks = append(result.Checks, verifier.passed(), "age's authentication")
 	}
+	result.Checks = append(result.Checks, "gzip's CRC")
 	return nil
 }
 
@@ -275,6 +303,14 @@ func (c *checksumReader) consume(b []byte) {
 			c.index++
 		}
 	}
+}
+
+// passed names the checksums verify compared.
+func (c *checksumReader) passed() string {
+	if len(c.stored.Parts) == 0 {
+		return "the provider's SHA-256 checksum"
+	}
+	return "the provider's SHA-256 checksums of " + count(len(c.stored.Parts), "part")
 }
 
 func (c *checksumReader) verify() error {
@@ -549,6 +585,9 @@ func (r Restorer) Drill(ctx context.Context, scratch string) (Restored, error) {
 	if err != nil {
 		return restored, err
 	}
+	progress := r.progress()
+	progress.Begin("checking "+g.Name(), 0)
+	defer progress.End()
 	switch g.Method {
 	case "files":
 		n, err := checkDatabases(ctx, work)
@@ -556,10 +595,14 @@ func (r Restorer) Drill(ctx context.Context, scratch string) (Restored, error) {
 		if err != nil {
 			return restored, fmt.Errorf("%s: %w", g.Name(), err)
 		}
+		if n > 0 {
+			restored.Checks = append(restored.Checks, "integrity_check of "+count(n, "SQLite database"))
+		}
 	case "postgres":
 		if err := checkFile(restored.Path, CheckDump); err != nil {
 			return restored, fmt.Errorf("%s: %w", g.Name(), err)
 		}
+		restored.Checks = append(restored.Checks, "pg_dumpall's banners and every COPY block ending")
 	case "rabbitmq":
 		if err := checkFile(restored.Path, func(r io.Reader) error {
 			body, err := io.ReadAll(io.LimitReader(r, maxDefinitions+1))
@@ -571,6 +614,7 @@ func (r Restorer) Drill(ctx context.Context, scratch string) (Restored, error) {
 		}); err != nil {
 			return restored, fmt.Errorf("%s: %w", g.Name(), err)
 		}
+		restored.Checks = append(restored.Checks, "the definitions parse")
 	}
 	return restored, nil
 }
