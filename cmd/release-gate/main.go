@@ -50,6 +50,10 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 		ServiceAccount: env.String("FLAGGER_SERVICE_ACCOUNT", "flagger"),
 	}
 	gateNamespace := env.String("GATE_NAMESPACE", releasegate.DefaultGateNamespace)
+	ownTraffic := probe.Thresholds{
+		ErrorRate: env.Share("OWN_TRAFFIC_ERROR_RATE", releasegate.DefaultOwnTraffic.ErrorRate),
+		Latency:   env.Duration("OWN_TRAFFIC_LATENCY", releasegate.DefaultOwnTraffic.Latency),
+	}
 	scraper := releasegate.ScraperIdentity{
 		Namespace:      getenv("METRICS_SCRAPER_NAMESPACE"),
 		Selector:       getenv("METRICS_SCRAPER_SELECTOR"),
@@ -96,7 +100,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, list
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	callers := kube.WatchPods(watchCtx, flagger.Namespace, flaggerSelector, logger)
 	defer func() { stopWatch(); <-callers.Stopped() }()
-	gate, err := releasegate.New(kube, callers, flagger, logger)
+	gate, err := releasegate.New(kube, callers, releasegate.Config{Flagger: flagger, GateNamespace: gateNamespace, OwnTraffic: ownTraffic}, logger)
 	if err != nil {
 		_ = ln.Close()
 		logger.Error("bad setting", slog.String("error", err.Error()))

@@ -192,6 +192,10 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		{"a scraper selector that selects every pod", map[string]string{"METRICS_SCRAPER_NAMESPACE": "monitoring", "METRICS_SCRAPER_SELECTOR": " , ", "METRICS_SCRAPER_SERVICE_ACCOUNT": "prometheus"}, "METRICS_SCRAPER_SELECTOR"},
 		{"a scraper selector that does not parse", map[string]string{"METRICS_SCRAPER_NAMESPACE": "monitoring", "METRICS_SCRAPER_SELECTOR": "a in (", "METRICS_SCRAPER_SERVICE_ACCOUNT": "prometheus"}, "METRICS_SCRAPER_SELECTOR"},
 		{"a gate namespace that is no namespace name", map[string]string{"GATE_NAMESPACE": "Delivery_System"}, "GATE_NAMESPACE"},
+		{"an own-traffic error rate that is no share", map[string]string{"OWN_TRAFFIC_ERROR_RATE": "5%"}, "OWN_TRAFFIC_ERROR_RATE"},
+		{"an own-traffic error rate over 1", map[string]string{"OWN_TRAFFIC_ERROR_RATE": "1.5"}, "OWN_TRAFFIC_ERROR_RATE"},
+		{"an own-traffic latency that is no duration", map[string]string{"OWN_TRAFFIC_LATENCY": "1"}, "OWN_TRAFFIC_LATENCY"},
+		{"an own-traffic latency of zero", map[string]string{"OWN_TRAFFIC_LATENCY": "0s"}, "OWN_TRAFFIC_LATENCY"},
 		{"an address that cannot be listened on", map[string]string{"KUBECONFIG": writeKubeconfig(t), "ADDR": "256.0.0.1:1"}, "listen"},
 	}
 	for _, c := range cases {

@@ -3,6 +3,7 @@ package releasegate
 import (
 	"context"
 	"errors"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -91,6 +92,10 @@ type Canary struct {
 	Iterations       int
 	LastAppliedSpec  string
 	LastPromotedSpec string
+	// WebhooksWrittenAt is when a writer last changed the object while
+	// owning spec.analysis.webhooks, as its managed fields record; zero when
+	// they do not say.
+	WebhooksWrittenAt time.Time
 }
 
 // Deployment is a Deployment's selector and what its pods run.
@@ -99,6 +104,13 @@ type Deployment struct {
 	Selector       labels.Selector
 	InitContainers []Container
 	Containers     []Container
+	// TemplateRevision is the pod template's RevisionAnnotation; "" when the
+	// render set none.
+	TemplateRevision string
+	// TemplateWrittenAt is when a writer last changed the object while
+	// owning part of spec.template, as its managed fields record; zero when
+	// they do not say.
+	TemplateWrittenAt time.Time
 }
 
 // Container is what a container runs: the fields that make two copies the

@@ -177,11 +177,15 @@ func isReleaseJob(j Job) bool {
 	return ok && jobTag.MatchString(tag)
 }
 
-// MayStart answers confirm-rollout: yes once every step of this revision has
-// completed. Every identity that has a release Job of the Application is a
-// step, and so is the inputs' migration before its first Job exists; each
-// step's Job of this revision must be there and complete.
-func MayStart(q Question, in *Inputs, jobs []Job) Answer {
+// MayStart answers confirm-rollout: yes once the member's Deployment holds
+// this revision's template (TemplateOfRevision) and every step of this
+// revision has completed. Every identity that has a release Job of the
+// Application is a step, and so is the inputs' migration before its first
+// Job exists; each step's Job of this revision must be there and complete.
+func MayStart(q Question, in *Inputs, jobs []Job, render Render) Answer {
+	if a, ok := TemplateOfRevision(q, render); !ok {
+		return a
+	}
 	steps := map[string]bool{}
 	if in.Migration != nil {
 		steps[in.Migration.Identity] = true
@@ -229,18 +233,24 @@ type CopyState struct {
 	FirstNotReady string
 }
 
-// ReadCopy sums up the pods of a new copy.
+// ReadCopy sums up the pods of a new copy. A pod being deleted is no pod of
+// the copy, as a ReplicaSet does not count it ready: it stays until its
+// kubelet confirms, and will serve no one. Its restarts still count, since
+// they say how the new code ran.
 func ReadCopy(pods []Pod) CopyState {
 	var s CopyState
 	for _, p := range pods {
+		if p.Restarts > s.MostRestarts {
+			s.MostRestarts, s.MostRestarted = p.Restarts, p.Name
+		}
+		if p.Terminating {
+			continue
+		}
 		s.Pods++
 		if p.Ready {
 			s.Ready++
 		} else if s.FirstNotReady == "" {
 			s.FirstNotReady = p.Name
-		}
-		if p.Restarts > s.MostRestarts {
-			s.MostRestarts, s.MostRestarted = p.Restarts, p.Name
 		}
 	}
 	return s

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -169,7 +170,98 @@ func TestMayStart(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want(t, MayStart(ask, inputs(c.migration), c.jobs), c.outcome, c.reason)
+			want(t, MayStart(ask, inputs(c.migration), c.jobs, appliedRender()), c.outcome, c.reason)
+		})
+	}
+}
+
+func TestMayStartHoldsATemplateNotTheRevisions(t *testing.T) {
+	// Every step of the revision completed, yet the template is a newer
+	// render's: the render's hold comes first.
+	r := appliedRender()
+	r.Serving = rev
+	want(t, MayStart(ask, inputs(true), []Job{job("auth-migration-"+tag, "auth-migration", true, false)}, r),
+		NotYet, "waiting for the render: auth-api changed but its Canary still carries "+tag+", which serves")
+	// With no step at all, too.
+	want(t, MayStart(ask, inputs(false), nil, r), NotYet, "waiting for the render")
+}
+
+// writtenCanary is auth-api's Canary at rev, its webhooks written at hooked.
+func writtenCanary(hooked time.Time) Canary {
+	c := canary("auth-api", PhaseSucceeded)
+	c.WebhooksWrittenAt = hooked
+	return c
+}
+
+// appliedRender is revision rev's render wholly applied over prevRev, which
+// serves: auth-api's Deployment holds a new image, written a second before
+// its Canary's webhooks.
+func appliedRender() Render {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	target := deployment("auth-api", container("api:2"))
+	target.TemplateWrittenAt = at.Add(-time.Second)
+	return Render{Serving: prevRev, Canary: writtenCanary(at), Target: target, Primary: deployment("auth-api-primary", container("api:1"))}
+}
+
+func TestTemplateOfRevision(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	render := func(edit func(r *Render)) Render { r := appliedRender(); edit(&r); return r }
+	cases := []struct {
+		name    string
+		render  Render
+		applied bool
+		reason  string
+	}{
+		{"a render wholly applied: the Deployment was written before its Canary", appliedRender(), true, ""},
+		{"written in the same second as its Canary", render(func(r *Render) { r.Target.TemplateWrittenAt = at }), true, ""},
+		{"at a revision not serving, a template written after its Canary is a newer render's",
+			render(func(r *Render) { r.Target.TemplateWrittenAt = at.Add(time.Second) }), false,
+			"waiting for the render: auth-api's template was written after its Canary carried " + tag},
+		{"no record of when the template was written: the gate cannot tell",
+			render(func(r *Render) { r.Target.TemplateWrittenAt = time.Time{} }), false, "cannot be told to be " + tag + "'s"},
+		{"no record of when the Canary was written: the gate cannot tell",
+			render(func(r *Render) { r.Canary.WebhooksWrittenAt = time.Time{} }), false, "cannot be told"},
+		{"no record of what serves changes nothing of the rule",
+			render(func(r *Render) { r.Serving = ""; r.Target.TemplateWrittenAt = at.Add(time.Second) }), false, "written after its Canary"},
+		{"at the revision that serves, a Deployment that no longer runs what its primary runs",
+			render(func(r *Render) { r.Serving = rev }), false,
+			"waiting for the render: auth-api changed but its Canary still carries " + tag + ", which serves"},
+		{"at the revision that serves, even when the template was written before its Canary",
+			render(func(r *Render) { r.Serving = rev; r.Target.TemplateWrittenAt = at.Add(-time.Hour) }), false, "which serves"},
+		{"at the revision that serves, a ConfigMap the environment comes from that Flagger has not copied",
+			render(func(r *Render) {
+				r.Serving = rev
+				r.Target = deployment("auth-api", container("api:1"))
+				r.MovedConfigs = []string{"auth-api-env"}
+			}), false, "which serves"},
+		{"at the revision that serves, a Deployment that runs what its primary runs",
+			render(func(r *Render) {
+				r.Serving = rev
+				r.Target = deployment("auth-api", container("api:1"))
+				r.Target.TemplateWrittenAt = at.Add(time.Hour)
+			}), true, ""},
+		{"at the revision that serves, no primary to compare with",
+			render(func(r *Render) { r.Serving = rev; r.Primary = nil }), false, "has no primary auth-api-primary"},
+		{"no Deployment", render(func(r *Render) { r.Target = nil }), false, "auth-api has no Deployment auth-api"},
+		{"a template marked with the revision asked belongs to it, whenever it was written",
+			render(func(r *Render) { r.Target.TemplateRevision = rev; r.Target.TemplateWrittenAt = at.Add(time.Hour) }), true, ""},
+		{"a template marked with another revision is that revision's",
+			render(func(r *Render) { r.Target.TemplateRevision = prevRev }), false,
+			"auth-api's template is revision 2f4a6c8e0b2d's, but its Canary carries " + tag},
+		{"a mark that is no revision is no mark of this one",
+			render(func(r *Render) { r.Target.TemplateRevision = "latest" }), false, `revision "latest"'s`},
+		{"a template marked with the revision that serves still runs what its primary runs or holds",
+			render(func(r *Render) { r.Serving = rev; r.Target.TemplateRevision = rev }), false, "which serves"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := TemplateOfRevision(ask, c.render)
+			if ok != c.applied {
+				t.Fatalf("applied %v (%q), want %v", ok, got.Reason, c.applied)
+			}
+			if !ok {
+				want(t, got, NotYet, c.reason)
+			}
 		})
 	}
 }
@@ -189,11 +281,20 @@ func TestChecks(t *testing.T) {
 		{"a pod not ready", []Pod{pod("a", true, 0), pod("b", false, 0)}, NotYet, "pod b not ready (1 of 2 ready)"},
 		{"a pod that restarted", []Pod{pod("a", true, 0), pod("b", true, 1)}, NotYet, "pod b restarted 1 times"},
 		{"every pod ready, none restarted", []Pod{pod("a", true, 0), pod("b", true, 0)}, Yes, "2 pods ready"},
+		{"the only pod ready but being deleted: no pod", []Pod{deleting(pod("a", true, 0))}, NotYet, "has no pod"},
+		{"a pod being deleted is not counted ready", []Pod{pod("a", true, 0), deleting(pod("b", true, 0)), pod("c", false, 0)},
+			NotYet, "pod c not ready (1 of 2 ready)"},
+		{"a pod being deleted beside ready ones is left out", []Pod{pod("a", true, 0), deleting(pod("b", true, 0))}, Yes, "1 pods ready"},
+		{"a pod being deleted still counts its restarts against a yes", []Pod{pod("a", true, 0), deleting(pod("b", true, 2))},
+			NotYet, "pod b restarted 2 times"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { want(t, Checks(ask, c.pods), c.outcome, c.reason) })
 	}
 }
+
+// deleting is p with a deletion timestamp: Terminating until its kubelet confirms.
+func deleting(p Pod) Pod { p.Terminating = true; return p }
 
 func container(image string, env ...EnvVar) Container {
 	return Container{Name: "app", Image: image, Command: []string{"/app"}, Args: []string{"serve"}, Env: env}
@@ -345,6 +446,11 @@ func TestRollback(t *testing.T) {
 		{"succeeded", own(PhaseSucceeded), other(PhaseFailed), NotYet, "neither analysed"},
 		{"failed already", own(PhaseFailed), nil, NotYet, "neither analysed"},
 		{"without a phase", own(""), nil, NotYet, "without a phase"},
+		{"own pod being deleted still counts its restarts", own(PhaseProgressing, deleting(pod("a", true, 3))), nil, Yes, "pod a of new copy auth-api restarted 3 times"},
+		{"another member's pod being deleted still counts its restarts", own(PhaseProgressing, pod("a", true, 0)),
+			other(PhaseProgressing, deleting(pod("u", true, 3))), Yes, "pod u of new copy auth-ui restarted 3 times"},
+		{"at the barrier with only a pod being deleted: no ready new copy", own(PhaseWaitingPromotion, deleting(pod("a", true, 0))),
+			other(PhaseFailed), NotYet, "without a ready new copy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { want(t, Rollback(ask, c.own, c.others), c.outcome, c.reason) })

@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
@@ -53,6 +55,9 @@ type app struct {
 	inputsApp string
 	noInputs  bool
 	record    *releasegate.Record
+	// noCanaries leaves every Canary out, as Flux's apply is before it
+	// reaches the custom resources.
+	noCanaries bool
 }
 
 type member struct {
@@ -80,6 +85,12 @@ type member struct {
 	// selector, when set, is the labels the Deployment (not its primary)
 	// selects its pods by instead of the render's instance label.
 	selector string
+	// templateRevision, when set, is the Deployment's (not its primary's)
+	// pod template annotation naming its revision.
+	templateRevision string
+	// deleting names the pods, by index, that are bound to a node and being
+	// deleted: Terminating until a kubelet confirms, which none here does.
+	deleting []int
 }
 
 type pod struct {
@@ -153,9 +164,6 @@ data:
   releaseGate.json: %q`, a.name, a.ns, inputsApp, inputs)
 	}
 	for _, m := range a.members {
-		if !m.noCanary {
-			doc("%s", a.canaryYAML(m))
-		}
 		copies := []struct{ name, image, envFrom string }{{m.process, m.image, m.process + "-env"}}
 		if !m.noPrimary {
 			copies = append(copies, struct{ name, image, envFrom string }{m.process + "-primary", m.primaryImage, m.process + "-env-primary"})
@@ -164,6 +172,10 @@ data:
 			selector := "app.kubernetes.io/instance: " + d.name
 			if m.selector != "" && d.name == m.process {
 				selector = m.selector
+			}
+			annotations := ""
+			if m.templateRevision != "" && d.name == m.process {
+				annotations = fmt.Sprintf(", annotations: {%s: %q}", releasegate.RevisionAnnotation, m.templateRevision)
 			}
 			envFrom := ""
 			if m.envConfig != "" {
@@ -181,13 +193,13 @@ metadata: {name: %s, namespace: %s, labels: {%s}}
 spec:
   selector: {matchLabels: {%s}}
   template:
-    metadata: {labels: {%s, app.kubernetes.io/part-of: %s}}
+    metadata: {labels: {%s, app.kubernetes.io/part-of: %s}%s}
     spec:
       containers:
         - name: app
           image: %s
           args: [serve]
-          env: [{name: MODE, value: live}]%s`, d.name, a.ns, labels, selector, selector, a.name, d.image, envFrom)
+          env: [{name: MODE, value: live}]%s`, d.name, a.ns, labels, selector, selector, a.name, annotations, d.image, envFrom)
 		}
 		if m.envConfig != "" {
 			for name, mode := range map[string]string{m.process + "-env": m.envConfig, m.process + "-env-primary": m.primaryEnvConfig} {
@@ -207,8 +219,11 @@ data: {MODE: %q}`, name, a.ns, mode)
 				podLabels = p.labels
 			}
 			initSpec, initStatus := "", ""
+			if slices.Contains(m.deleting, i) {
+				initSpec = "\n  nodeName: node-a"
+			}
 			if p.initRestarts > 0 {
-				initSpec = "\n  initContainers: [{name: init, image: init:1}]"
+				initSpec += "\n  initContainers: [{name: init, image: init:1}]"
 				initStatus = fmt.Sprintf(`
   initContainerStatuses: [{name: init, image: init:1, imageID: "", ready: true, restartCount: %d, state: {terminated: {exitCode: 0}}}]`, p.initRestarts)
 			}
@@ -232,6 +247,13 @@ status:
 			identity = a.identity()
 		}
 		b.WriteString(jobYAML(a.ns, a.name, j.name, identity, j.suspended, j.complete, j.failed, "[]"))
+	}
+	// Flux applies custom resources after everything else: the Canaries
+	// come last, as they would from a render.
+	for _, m := range a.members {
+		if !m.noCanary && !a.noCanaries {
+			doc("%s", a.canaryYAML(m))
+		}
 	}
 	if a.record != nil {
 		doc(`apiVersion: v1
@@ -303,6 +325,25 @@ func (a *app) apply(t testing.TB, cp *testenv.ControlPlane) {
 	t.Helper()
 	if _, err := cp.Apply(context.Background(), []byte(a.manifests())); err != nil {
 		t.Fatalf("apply %s/%s: %v", a.ns, a.name, err)
+	}
+	for _, m := range a.members {
+		for _, i := range m.deleting {
+			deletePod(t, cp, a.ns, fmt.Sprintf("%s-%d", m.process, i))
+		}
+	}
+}
+
+// deletePod deletes a pod bound to a node and waits until the API server
+// shows it Terminating: with no kubelet to confirm, it stays so.
+func deletePod(t testing.TB, cp *testenv.ControlPlane, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := cp.Kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod %s/%s: %v", ns, name, err)
+	}
+	p, err := cp.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("pod %s/%s after its deletion: %v, deletion timestamp %v; want it Terminating", ns, name, err, p.GetDeletionTimestamp())
 	}
 }
 
@@ -457,7 +498,7 @@ func serveWith(t testing.TB, cfg *rest.Config, flaggerNS string, prober releaseg
 		t.Fatal(err)
 	}
 	callers := kube.WatchPods(ctx, flaggerNS, sel, logger)
-	gate, err := releasegate.New(kube, callers, identity, logger)
+	gate, err := releasegate.New(kube, callers, releasegate.Config{Flagger: identity, GateNamespace: gateNS}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,24 +53,52 @@ const (
 type Gate struct {
 	cluster Cluster
 	callers Callers
-	flagger FlaggerIdentity
+	config  Config
 	logger  *slog.Logger
 	notes   notes
 	reached atomic.Bool
 	prober  Prober
 }
 
-// New builds a gate reading cluster, answering the pods flagger names as
-// callers (a watch of flagger.Namespace and flagger.Selector) holds them.
-func New(cluster Cluster, callers Callers, flagger FlaggerIdentity, logger *slog.Logger) (*Gate, error) {
-	if _, err := flagger.Validate(); err != nil {
+// Config is what a gate is set to: who may ask, where its records are, and
+// the platform's own-traffic thresholds for a member whose inputs carry none.
+type Config struct {
+	Flagger FlaggerIdentity
+	// GateNamespace holds the gate's release records; DefaultGateNamespace
+	// when "".
+	GateNamespace string
+	// OwnTraffic are the thresholds the inputs' errorRate and latency
+	// override; DefaultOwnTraffic when zero.
+	OwnTraffic probe.Thresholds
+}
+
+// DefaultOwnTraffic are the platform's own-traffic thresholds where neither
+// the inputs nor the gate's settings say otherwise: deploy-kit renders none.
+var DefaultOwnTraffic = probe.Thresholds{ErrorRate: 0.01, Latency: time.Second}
+
+// New builds a gate reading cluster, answering the pods cfg.Flagger names as
+// callers (a watch of its namespace and selector) holds them.
+func New(cluster Cluster, callers Callers, cfg Config, logger *slog.Logger) (*Gate, error) {
+	if _, err := cfg.Flagger.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.GateNamespace == "" {
+		cfg.GateNamespace = DefaultGateNamespace
+	}
+	if err := CheckGateNamespace(cfg.GateNamespace); err != nil {
+		return nil, err
+	}
+	if cfg.OwnTraffic == (probe.Thresholds{}) {
+		cfg.OwnTraffic = DefaultOwnTraffic
+	}
+	if err := cfg.OwnTraffic.Validate(); err != nil {
+		return nil, fmt.Errorf("own-traffic thresholds: %w", err)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Gate{
-		cluster: cluster, callers: callers, flagger: flagger, logger: logger,
+		cluster: cluster, callers: callers, config: cfg, logger: logger,
 		notes:  notes{asked: map[memberKey]string{}},
 		prober: probe.New(probe.WithBudget(OwnTrafficBudget)),
 	}, nil
@@ -99,7 +127,7 @@ func (g *Gate) Routes(mux *http.ServeMux) {
 	// release before (Succeeded, say), so a /may-start is no sign the member
 	// entered this one; the other three are asked only while it is analysed
 	// or waits at the barrier.
-	mux.HandleFunc("POST /may-start", g.handle(WebhookMayStart, routeOptions{}, g.mayStart))
+	mux.HandleFunc("POST /may-start", g.handle(WebhookMayStart, routeOptions{configMaps: true}, g.mayStart))
 	mux.HandleFunc("POST /checks", g.handle(WebhookChecks, routeOptions{noted: true}, g.checks))
 	mux.HandleFunc("POST /may-promote", g.handle(WebhookMayPromote, routeOptions{noted: true, configMaps: true}, g.mayPromote))
 	mux.HandleFunc("POST /rollback", g.handle(WebhookRollback, routeOptions{noted: true}, g.rollback))
@@ -257,7 +285,7 @@ func (g *Gate) fromFlagger(r *http.Request) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return IsFlagger(addrPort.Addr(), pods, g.flagger.ServiceAccount), nil
+	return IsFlagger(addrPort.Addr(), pods, g.config.Flagger.ServiceAccount), nil
 }
 
 func (g *Gate) reply(ctx context.Context, w http.ResponseWriter, log *slog.Logger, a Answer) {
@@ -280,16 +308,51 @@ func (g *Gate) cannot(ctx context.Context, w http.ResponseWriter, log *slog.Logg
 	server.Answer(w, http.StatusServiceUnavailable, replyUnanswerable)
 }
 
+// mayStart reads, beside the common reads, the Application's Jobs, the
+// namespace's Deployments and the gate's record of what serves: a yes starts
+// the member's current template, so the answer must know whose it is.
 func (g *Gate) mayStart(ctx context.Context, q Question) func(asked) (Answer, error) {
 	sel := labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application, LabelManagedBy: ManagedBy})
 	jobs := async(func() ([]Job, error) { return g.cluster.Jobs(ctx, q.Namespace, sel) })
+	deployments := g.readDeployments(ctx, q)
+	serving := async(func() (string, error) { return g.servingRevision(ctx, q) })
 	return func(a asked) (Answer, error) {
 		js, err := jobs.get()
 		if err != nil {
 			return Answer{}, fmt.Errorf("list the Jobs of %s/%s: %w", q.Namespace, q.Application, err)
 		}
-		return MayStart(a.q, a.in, js), nil
+		ds, err := deployments.get()
+		if err != nil {
+			return Answer{}, err
+		}
+		r := Render{Canary: a.own, Target: deploymentNamed(ds, q.Process), Primary: deploymentNamed(ds, q.Process+primarySuffix)}
+		if r.Serving, err = serving.get(); err != nil {
+			return Answer{}, err
+		}
+		if r.Target != nil && r.Primary != nil {
+			r.MovedConfigs = MovedConfigs(*r.Target, *r.Primary, ConfigsByName(a.configMaps))
+		}
+		return MayStart(a.q, a.in, js, r), nil
 	}
+}
+
+// servingRevision is the revision the gate's record of q's Application says
+// serves: "" when there is no record yet. A record that does not decode is a
+// question the gate cannot answer, as it is for a round.
+func (g *Gate) servingRevision(ctx context.Context, q Question) (string, error) {
+	name := RecordConfigMap(q.Namespace, q.Application)
+	cm, err := g.cluster.ConfigMap(ctx, g.config.GateNamespace, name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read the record %s/%s: %w", g.config.GateNamespace, name, err)
+	}
+	r, err := DecodeRecord(q.Namespace, q.Application, cm.Data)
+	if err != nil {
+		return "", err
+	}
+	return r.Serving, nil
 }
 
 // copies are the reads that find members' copies: the Deployments of the

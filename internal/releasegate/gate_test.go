@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -71,6 +72,37 @@ func TestWebhooks(t *testing.T) {
 		{name: "may-start: an identity that ran a release Job before is a step",
 			prepare: func(a *app) { a.jobs = []job{{name: "seed-2f4a6c8e0b2d", identity: "seed", complete: true}} },
 			path:    "/may-start", status: http.StatusConflict, reason: "job seed-" + tag + " not applied"},
+		{name: "may-start: at the revision that serves, a Deployment that no longer runs what its primary runs is a render not wholly applied",
+			prepare: func(a *app) {
+				a.migration = true
+				a.jobs = []job{migrationJob(true, false)}
+				a.record = &releasegate.Record{Namespace: a.ns, Application: a.name, Serving: rev}
+			},
+			path: "/may-start", status: http.StatusConflict,
+			reason: "waiting for the render: auth-api changed but its Canary still carries " + tag + ", which serves"},
+		{name: "may-start: at the revision that serves, a Deployment that runs what its primary runs",
+			prepare: func(a *app) {
+				a.member("auth-api").image = "api:1"
+				a.record = &releasegate.Record{Namespace: a.ns, Application: a.name, Serving: rev}
+			},
+			path: "/may-start", status: http.StatusOK, reason: "no release step"},
+		{name: "may-start: at the revision that serves, a ConfigMap Flagger has not copied holds it",
+			prepare: func(a *app) {
+				m := a.member("auth-api")
+				m.image, m.envConfig, m.primaryEnvConfig = "api:1", "full", "lite"
+				a.record = &releasegate.Record{Namespace: a.ns, Application: a.name, Serving: rev}
+			},
+			path: "/may-start", status: http.StatusConflict, reason: "which serves"},
+		{name: "may-start: a template marked with another revision",
+			prepare: func(a *app) { a.member("auth-api").templateRevision = prevRev },
+			path:    "/may-start", status: http.StatusConflict,
+			reason: "waiting for the render: auth-api's template is revision 2f4a6c8e0b2d's, but its Canary carries " + tag},
+		{name: "may-start: a template marked with the revision asked",
+			prepare: func(a *app) { a.member("auth-api").templateRevision = rev },
+			path:    "/may-start", status: http.StatusOK, reason: "no release step"},
+		{name: "may-start: a record that does not decode",
+			prepare: func(a *app) { a.record = &releasegate.Record{Namespace: "elsewhere", Application: a.name} },
+			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "names namespace"},
 		{name: "may-start: a down Job is never a step",
 			prepare: func(a *app) {
 				a.jobs = []job{{name: "auth-migration-down-" + tag, identity: "auth-migration", suspended: true}}
@@ -105,6 +137,19 @@ func TestWebhooks(t *testing.T) {
 				m.pods[0].ready = false
 			},
 			path: "/checks", status: http.StatusConflict, reason: "pod auth-api-0 not ready (1 of 2 ready)"},
+		{name: "checks: the only pod of the new copy being deleted is no pod",
+			prepare: func(a *app) { m := a.member("auth-api"); m.pods, m.deleting = m.pods[:1], []int{0} },
+			path:    "/checks", status: http.StatusConflict, reason: "new copy auth-api has no pod"},
+		{name: "checks: a pod being deleted is not counted ready",
+			prepare: func(a *app) { a.member("auth-api").deleting = []int{1} },
+			path:    "/checks", status: http.StatusOK, reason: "new copy auth-api: 1 pods ready, none restarted"},
+		{name: "rollback: a pod being deleted still counts its restarts",
+			prepare: func(a *app) {
+				m := a.member("auth-api")
+				m.phase, m.deleting = "Progressing", []int{0}
+				m.pods[0].restarts = 3
+			},
+			path: "/rollback", status: http.StatusOK, reason: "roll back: pod auth-api-0 of new copy auth-api restarted 3 times"},
 		{name: "checks: a pod whose init container restarted",
 			prepare: func(a *app) { a.member("auth-api").pods[1].initRestarts = 2 },
 			path:    "/checks", status: http.StatusConflict, reason: "pod auth-api-1 restarted 2 times"},
@@ -331,11 +376,14 @@ func TestOnlyFlaggerIsAnswered(t *testing.T) {
 	if code, reason := gate.ask(t, flagger, "/may-start", payload(ns, "auth-api", rev)); code != http.StatusOK {
 		t.Fatalf("Flagger got %d %q", code, reason)
 	}
-	// One read of each kind the answer needs: the inputs, the namespace's
-	// Canaries and the Application's Jobs.
-	if got := counter.Requests(); len(got) != 3 || counter.Matching("/configmaps/auth-release-gate") != 1 ||
-		counter.Matching("/namespaces/"+ns+"/canaries") != 1 || counter.Matching("/namespaces/"+ns+"/jobs") != 1 {
-		t.Fatalf("may-start made the API requests %v, want 3, one of each kind", got)
+	// One read of each kind the answer needs: the namespace's ConfigMaps
+	// (the inputs among them), Canaries and Deployments, the Application's
+	// Jobs, and the gate's record.
+	if got := counter.Requests(); len(got) != 5 || counter.Matching("/namespaces/"+ns+"/configmaps") != 1 ||
+		counter.Matching("/namespaces/"+ns+"/canaries") != 1 || counter.Matching("/namespaces/"+ns+"/jobs") != 1 ||
+		counter.Matching("/namespaces/"+ns+"/deployments") != 1 ||
+		counter.Matching("/namespaces/"+gateNS+"/configmaps/"+ns+".auth-release-record") != 1 {
+		t.Fatalf("may-start made the API requests %v, want 5, one of each kind", got)
 	}
 }
 
@@ -451,7 +499,7 @@ func TestReadsItCannotMake(t *testing.T) {
 		cause   string
 	}{
 		{"jobs", []string{"/may-start"}, "list the Jobs of " + ns + "/auth"},
-		{"deployments", []string{"/checks", "/may-promote", "/rollback"}, "list the Deployments of " + ns},
+		{"deployments", []string{"/may-start", "/checks", "/may-promote", "/rollback"}, "list the Deployments of " + ns},
 		{"canaries", []string{"/may-start", "/checks", "/may-promote", "/rollback"}, "list the Canaries of " + ns},
 		{"configmaps", []string{"/may-start"}, "read the inputs " + ns + "/auth-release-gate"},
 	}
@@ -540,7 +588,7 @@ func TestOneReadPerKind(t *testing.T) {
 		status int
 		reads  []string
 	}{
-		{"/may-start", http.StatusOK, []string{"configmaps", "canaries", "jobs"}},
+		{"/may-start", http.StatusOK, []string{"configmaps", "canaries", "jobs", "deployments"}},
 		{"/checks", http.StatusOK, []string{"configmaps", "canaries", "deployments", "pods"}},
 		{"/may-promote", http.StatusOK, []string{"configmaps", "canaries", "deployments"}},
 		{"/rollback", http.StatusConflict, []string{"configmaps", "canaries", "deployments", "pods"}},
@@ -558,8 +606,16 @@ func TestOneReadPerKind(t *testing.T) {
 				t.Errorf("%s read %s %d times, want %d: %v", c.path, kind, got, want, counter.Requests())
 			}
 		}
-		if counter.Total() != len(c.reads) {
-			t.Errorf("%s made the API requests %v, want %d", c.path, counter.Requests(), len(c.reads))
+		// /may-start reads the gate's record too, in the gate's namespace.
+		record := 0
+		if c.path == "/may-start" {
+			record = 1
+		}
+		if got := counter.Matching("/namespaces/" + gateNS + "/configmaps/"); got != record {
+			t.Errorf("%s read the record %d times, want %d: %v", c.path, got, record, counter.Requests())
+		}
+		if counter.Total() != len(c.reads)+record {
+			t.Errorf("%s made the API requests %v, want %d", c.path, counter.Requests(), len(c.reads)+record)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package releasegate
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // Kube reads the cluster through client-go, one request per call and no
@@ -166,12 +168,13 @@ func (k *Kube) CanariesIn(ctx context.Context, namespace string) ([]Canary, erro
 
 func canaryOf(c *flaggerv1.Canary) Canary {
 	out := Canary{
-		Name:             c.Name,
-		Phase:            string(c.Status.Phase),
-		Iterations:       c.Status.Iterations,
-		LastAppliedSpec:  c.Status.LastAppliedSpec,
-		LastPromotedSpec: c.Status.LastPromotedSpec,
-		Port:             c.Spec.Service.Port,
+		Name:              c.Name,
+		Phase:             string(c.Status.Phase),
+		Iterations:        c.Status.Iterations,
+		LastAppliedSpec:   c.Status.LastAppliedSpec,
+		LastPromotedSpec:  c.Status.LastPromotedSpec,
+		Port:              c.Spec.Service.Port,
+		WebhooksWrittenAt: writtenAt(c.ManagedFields, "spec", "analysis", "webhooks"),
 	}
 	if c.Spec.Analysis != nil {
 		for _, w := range c.Spec.Analysis.Webhooks {
@@ -231,11 +234,36 @@ func deploymentOf(d *appsv1.Deployment) (Deployment, error) {
 		return Deployment{}, fmt.Errorf("Deployment %s has a selector that does not parse: %w", d.Name, err)
 	}
 	return Deployment{
-		Name:           d.Name,
-		Selector:       sel,
-		InitContainers: containersOf(d.Spec.Template.Spec.InitContainers),
-		Containers:     containersOf(d.Spec.Template.Spec.Containers),
+		Name:              d.Name,
+		Selector:          sel,
+		InitContainers:    containersOf(d.Spec.Template.Spec.InitContainers),
+		Containers:        containersOf(d.Spec.Template.Spec.Containers),
+		TemplateRevision:  d.Spec.Template.Annotations[RevisionAnnotation],
+		TemplateWrittenAt: writtenAt(d.ManagedFields, "spec", "template"),
 	}, nil
+}
+
+// writtenAt is the latest time a writer changed the object while owning a
+// field under path, read from the object's managed fields: the API server
+// stamps a writer's entry each time its write changes the object, and keeps
+// the stamp when a write changes nothing. Writes through a subresource
+// (status, scale) are not the spec's. Zero when no entry says.
+func writtenAt(entries []metav1.ManagedFieldsEntry, path ...any) time.Time {
+	under := fieldpath.MakePrefixMatcherOrDie(path...)
+	var latest time.Time
+	for _, e := range entries {
+		if e.Subresource != "" || e.Time == nil || e.FieldsV1 == nil {
+			continue
+		}
+		var owned fieldpath.Set
+		if err := owned.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			continue // an entry that does not read says nothing
+		}
+		if !owned.FilterIncludeMatches(under).Empty() && e.Time.After(latest) {
+			latest = e.Time.Time
+		}
+	}
+	return latest
 }
 
 func containersOf(cs []corev1.Container) []Container {

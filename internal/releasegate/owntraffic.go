@@ -3,7 +3,6 @@ package releasegate
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
@@ -15,13 +14,6 @@ import (
 // because Flagger's metadata is a map of strings. A Canary without it hands
 // no path.
 const MetadataPaths = "paths"
-
-// Metric checks a member's Runtime Profile may name; either one makes the
-// gate send the member's new copy its own traffic.
-const (
-	CheckErrorRate = "error-rate"
-	CheckLatency   = "latency"
-)
 
 // CanaryPaths reads the Route paths a Canary's webhooks hand the gate. Every
 // webhook that carries the key must carry the same list, and each path must
@@ -64,30 +56,26 @@ func CanaryPaths(c Canary) ([]string, error) {
 	return paths, nil
 }
 
-// Thresholds reads the platform's own-traffic thresholds from the inputs;
-// ok is false when the inputs carry neither. Inputs that carry one without
-// the other, or one no traffic could be judged by, are an error.
-func (in *Inputs) Thresholds() (th probe.Thresholds, ok bool, err error) {
-	if in.ErrorRate == nil && in.Latency == "" {
-		return probe.Thresholds{}, false, nil
+// Thresholds are the own-traffic thresholds a member is held to: the inputs'
+// errorRate and latency where they carry them, the platform's (the gate's
+// own settings) otherwise. Inputs whose latency does not parse, or whose
+// thresholds no traffic could be judged by, are an error.
+func (in *Inputs) Thresholds(platform probe.Thresholds) (probe.Thresholds, error) {
+	th := platform
+	if in.ErrorRate != nil {
+		th.ErrorRate = *in.ErrorRate
 	}
-	if in.ErrorRate == nil || in.Latency == "" {
-		return probe.Thresholds{}, false, fmt.Errorf("inputs carry only one of errorRate and latency")
+	if in.Latency != "" {
+		latency, err := time.ParseDuration(in.Latency)
+		if err != nil {
+			return probe.Thresholds{}, fmt.Errorf("inputs latency: %w", err)
+		}
+		th.Latency = latency
 	}
-	latency, err := time.ParseDuration(in.Latency)
-	if err != nil {
-		return probe.Thresholds{}, false, fmt.Errorf("inputs latency: %w", err)
-	}
-	th = probe.Thresholds{ErrorRate: *in.ErrorRate, Latency: latency}
 	if err := th.Validate(); err != nil {
-		return probe.Thresholds{}, false, fmt.Errorf("inputs thresholds: %w", err)
+		return probe.Thresholds{}, fmt.Errorf("inputs thresholds: %w", err)
 	}
-	return th, true, nil
-}
-
-// wantsTraffic reports whether a member's checks name a metric check.
-func wantsTraffic(m Member) bool {
-	return slices.Contains(m.Checks, CheckErrorRate) || slices.Contains(m.Checks, CheckLatency)
+	return th, nil
 }
 
 // TrafficPlan is what the gate requests of a member's new copy on one
@@ -100,44 +88,36 @@ type TrafficPlan struct {
 
 // PlanTraffic decides /checks up to the own traffic. It starts from the pod
 // rule (Checks): a new copy whose pods are not all ready, or that restarted,
-// is not requested. A member whose checks name no metric, or that its Canary
-// hands no path, is held to its pods alone. Otherwise the plan holds the
-// Canary's paths and then the readiness path, at the Canary service. A
-// member with checks and no thresholds, a path that is not URL path
-// segments, or a Canary with no service port is a question the gate cannot
-// answer, whatever its pods show. request is false when the answer is
+// is not requested. A member its Canary hands no path is held to its pods
+// alone; every other member is held to the same requests, whatever metric
+// checks its runtime profile names: the Canary's paths and then the
+// readiness path, at the Canary service, judged by the inputs' thresholds
+// or else platform's. Thresholds that do not parse, a path that is not URL
+// path segments, or a Canary with no service port is a question the gate
+// cannot answer, whatever its pods show. request is false when the answer is
 // already decided.
-func PlanTraffic(q Question, in *Inputs, c Canary, pods []Pod) (plan TrafficPlan, answer Answer, request bool) {
+func PlanTraffic(q Question, in *Inputs, c Canary, pods []Pod, platform probe.Thresholds) (plan TrafficPlan, answer Answer, request bool) {
 	m, ok := in.Member(q.Process)
 	if !ok {
 		return TrafficPlan{}, unanswerable("process %s is no member of Application %s", q.Process, q.Application), false
 	}
 	podsAnswer := Checks(q, pods)
-	if !wantsTraffic(m) {
-		return TrafficPlan{}, podsAnswer, false
-	}
-	th, ok, err := in.Thresholds()
-	switch {
-	case err != nil:
-		return TrafficPlan{}, unanswerable("%v", err), false
-	case !ok:
-		return TrafficPlan{}, unanswerable("member %s names checks %s but the inputs carry no errorRate and latency",
-			q.Process, list(m.Checks)), false
-	}
 	paths, err := CanaryPaths(c)
 	if err != nil {
 		return TrafficPlan{}, unanswerable("%v", err), false
 	}
-	if len(paths) > 0 && m.Readiness.Path != "" {
-		paths = append(paths, m.Readiness.Path)
-	}
-	for _, p := range paths {
-		if err := probe.CheckPath(p); err != nil {
-			return TrafficPlan{}, unanswerable("member %s readiness: %v", q.Process, err), false
-		}
-	}
 	if len(paths) == 0 {
 		return TrafficPlan{}, podsAnswer, false
+	}
+	th, err := in.Thresholds(platform)
+	if err != nil {
+		return TrafficPlan{}, unanswerable("%v", err), false
+	}
+	if m.Readiness.Path != "" {
+		if err := probe.CheckPath(m.Readiness.Path); err != nil {
+			return TrafficPlan{}, unanswerable("member %s readiness: %v", q.Process, err), false
+		}
+		paths = append(paths, m.Readiness.Path)
 	}
 	base, err := probe.CanaryBase(q.Process, q.Namespace, c.Port)
 	if err != nil {

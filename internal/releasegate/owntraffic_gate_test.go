@@ -171,7 +171,7 @@ func redirect(to string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, to, http.StatusFound) }
 }
 
-// TestChecksOwnTraffic asks /checks of a member whose checks name metrics,
+// TestChecksOwnTraffic asks /checks of a member its Canary hands paths,
 // with the real API server and a loopback server standing in for the new
 // copy behind its Canary service.
 func TestChecksOwnTraffic(t *testing.T) {
@@ -236,9 +236,16 @@ func TestChecksOwnTraffic(t *testing.T) {
 		{name: "connection refused: no request succeeded is no",
 			refused: true, status: http.StatusConflict,
 			reason: "own traffic: no request succeeded (9 of 9 requests failed, p95 0s; first /: connection refused)"},
-		{name: "a member with checks and no thresholds cannot be answered, and nothing is requested",
-			handler: byPath(nil), extra: "-", status: http.StatusServiceUnavailable,
-			cause: "member auth-api names checks error-rate; latency but the inputs carry no errorRate and latency"},
+		{name: "inputs with no thresholds hold the member to the platform's",
+			handler: byPath(map[string]http.HandlerFunc{"/api": status(http.StatusBadGateway)}), extra: "-", status: http.StatusConflict, requests: 9,
+			reason: "own traffic: failed share 33.33% over 1% (3 of 9 requests failed"},
+		{name: "inputs with no thresholds pass on the platform's",
+			handler: byPath(map[string]http.HandlerFunc{"/api": sleep(250 * time.Millisecond)}), extra: "-", status: http.StatusOK, requests: 9,
+			reason: "0 of 9 requests failed"},
+		{name: "a member whose checks name no metric is requested all the same",
+			prepare: func(a *app) { a.inputs = probedInputs(a, nil, thresholds) },
+			handler: byPath(map[string]http.HandlerFunc{"/": status(http.StatusServiceUnavailable)}), status: http.StatusConflict, requests: 9,
+			reason: "first /: 503"},
 		{name: "a hostile path cannot be answered, and nothing is requested",
 			paths: `["/","/a/../admin"]`, handler: byPath(nil), status: http.StatusServiceUnavailable, cause: `has a \"..\" segment`},
 		{name: "a path with a host cannot be answered, and nothing is requested",

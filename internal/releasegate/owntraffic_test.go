@@ -31,6 +31,12 @@ func pathsCanary(paths string) Canary {
 
 var readyPods = []Pod{pod("auth-api-0", true, 0), pod("auth-api-1", true, 0)}
 
+// platform are the gate's own thresholds in these tests: not the inputs'.
+var platform = probe.Thresholds{ErrorRate: 0.01, Latency: time.Second}
+
+// inputsThresholds are withThresholds' own.
+var inputsThresholds = probe.Thresholds{ErrorRate: 0.05, Latency: 500 * time.Millisecond}
+
 func TestPlanTraffic(t *testing.T) {
 	const base = "http://auth-api-canary.auth-system.svc.cluster.local:8080"
 	rows := []struct {
@@ -40,8 +46,10 @@ func TestPlanTraffic(t *testing.T) {
 		pods    []Pod
 		request bool
 		paths   []string
-		outcome Outcome
-		reason  string
+		// thresholds the plan holds; the inputs' when zero.
+		thresholds probe.Thresholds
+		outcome    Outcome
+		reason     string
 	}{
 		{name: "a member whose checks name a metric is requested every path its Canary hands, then the readiness path",
 			in: withThresholds, canary: func() Canary { return pathsCanary(`["/","/api/v1"]`) }, pods: readyPods,
@@ -62,9 +70,9 @@ func TestPlanTraffic(t *testing.T) {
 		{name: "an empty list of paths is no path",
 			in: withThresholds, canary: func() Canary { return pathsCanary(`[]`) },
 			pods: readyPods, outcome: Yes, reason: "2 pods ready"},
-		{name: "a member whose checks name no metric is held to its pods alone",
+		{name: "a member whose checks name no metric is requested all the same",
 			in:     func() *Inputs { in := withThresholds(); in.Members[0].Checks = nil; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Yes, reason: "2 pods ready"},
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"}, outcome: Yes},
 		{name: "latency alone asks for the same requests",
 			in:     func() *Inputs { in := withThresholds(); in.Members[0].Checks = []string{"latency"}; return in },
 			canary: func() Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a", "/ready"}, outcome: Yes},
@@ -74,15 +82,30 @@ func TestPlanTraffic(t *testing.T) {
 		{name: "a member with a TCP readiness probe is requested its Route paths alone",
 			in:     func() *Inputs { in := withThresholds(); in.Members[0].Readiness = Readiness{TCP: 8080}; return in },
 			canary: func() Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a"}, outcome: Yes},
-		{name: "a member with checks and no thresholds cannot be answered",
+		{name: "inputs with no thresholds hold the member to the platform's",
 			in: func() *Inputs { return inputs(false) }, canary: func() Canary { return pathsCanary(`["/"]`) },
-			pods: readyPods, outcome: Unanswerable, reason: "carry no errorRate and latency"},
-		{name: "a member with checks and no thresholds cannot be answered even with its pods not ready",
-			in: func() *Inputs { return inputs(false) }, canary: func() Canary { return pathsCanary(`["/"]`) },
-			outcome: Unanswerable, reason: "carry no errorRate and latency"},
-		{name: "one threshold without the other cannot be answered",
+			pods: readyPods, request: true, paths: []string{"/", "/ready"}, thresholds: platform, outcome: Yes},
+		{name: "a member with no metric check and no thresholds in its inputs is held to the platform's",
+			in:     func() *Inputs { in := inputs(false); in.Members[0].Checks = nil; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) },
+			pods:   readyPods, request: true, paths: []string{"/", "/ready"}, thresholds: platform, outcome: Yes},
+		{name: "an error rate alone in the inputs takes the platform's latency",
 			in:     func() *Inputs { in := withThresholds(); in.Latency = ""; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "only one of"},
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"},
+			thresholds: probe.Thresholds{ErrorRate: 0.05, Latency: time.Second}, outcome: Yes},
+		{name: "a latency alone in the inputs takes the platform's error rate",
+			in:     func() *Inputs { in := withThresholds(); in.ErrorRate = nil; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"},
+			thresholds: probe.Thresholds{ErrorRate: 0.01, Latency: 500 * time.Millisecond}, outcome: Yes},
+		{name: "a latency that does not parse cannot be answered",
+			in:     func() *Inputs { in := withThresholds(); in.Latency = "soon"; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "inputs latency"},
+		{name: "thresholds that do not parse cannot be answered even with its pods not ready",
+			in:     func() *Inputs { in := withThresholds(); in.Latency = "soon"; return in },
+			canary: func() Canary { return pathsCanary(`["/"]`) }, outcome: Unanswerable, reason: "inputs latency"},
+		{name: "a being-deleted pod is no pod of the copy",
+			in: withThresholds, canary: func() Canary { return pathsCanary(`["/"]`) },
+			pods: []Pod{{Name: "auth-api-0", Ready: true, Running: true, Terminating: true}}, outcome: NotYet, reason: "has no pod"},
 		{name: "a zero latency threshold cannot be answered",
 			in:     func() *Inputs { in := withThresholds(); in.Latency = "0s"; return in },
 			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not positive"},
@@ -126,7 +149,7 @@ func TestPlanTraffic(t *testing.T) {
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			plan, answer, request := PlanTraffic(ask, r.in(), r.canary(), r.pods)
+			plan, answer, request := PlanTraffic(ask, r.in(), r.canary(), r.pods, platform)
 			if request != r.request {
 				t.Fatalf("request %v, want %v (answer %+v)", request, r.request, answer)
 			}
@@ -137,8 +160,12 @@ func TestPlanTraffic(t *testing.T) {
 			if plan.Base != base || !slices.Equal(plan.Paths, r.paths) {
 				t.Fatalf("plan %+v, want %s %v", plan, base, r.paths)
 			}
-			if plan.Thresholds != (probe.Thresholds{ErrorRate: 0.05, Latency: 500 * time.Millisecond}) {
-				t.Fatalf("thresholds %+v", plan.Thresholds)
+			th := r.thresholds
+			if th == (probe.Thresholds{}) {
+				th = inputsThresholds
+			}
+			if plan.Thresholds != th {
+				t.Fatalf("thresholds %+v, want %+v", plan.Thresholds, th)
 			}
 		})
 	}
@@ -190,20 +217,20 @@ func TestTrafficAnswer(t *testing.T) {
 
 func TestThresholds(t *testing.T) {
 	in := inputs(false)
-	if _, ok, err := in.Thresholds(); ok || err != nil {
-		t.Fatalf("no thresholds read as %v, %v", ok, err)
+	if th, err := in.Thresholds(platform); err != nil || th != platform {
+		t.Fatalf("inputs with no thresholds read as %+v, %v; want the platform's", th, err)
 	}
 	in.ErrorRate, in.Latency = ptr(1.0), "2s"
-	th, ok, err := in.Thresholds()
-	if !ok || err != nil || th.ErrorRate != 1 || th.Latency != 2*time.Second {
-		t.Fatalf("thresholds %+v %v %v", th, ok, err)
+	th, err := in.Thresholds(platform)
+	if err != nil || th.ErrorRate != 1 || th.Latency != 2*time.Second {
+		t.Fatalf("thresholds %+v %v", th, err)
 	}
 	in.ErrorRate = ptr(1.5)
-	if _, _, err := in.Thresholds(); err == nil {
+	if _, err := in.Thresholds(platform); err == nil {
 		t.Fatal("an error rate over 1 was accepted")
 	}
 	in.ErrorRate, in.Latency = ptr(0.1), "soon"
-	if _, _, err := in.Thresholds(); err == nil {
+	if _, err := in.Thresholds(platform); err == nil {
 		t.Fatal("a latency that is no duration was accepted")
 	}
 }

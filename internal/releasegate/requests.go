@@ -26,11 +26,11 @@ func (g *Gate) UseProber(p Prober) {
 }
 
 // checkOwnTraffic decides /checks from the new copy's pods and, where the
-// member's checks ask for it, its own traffic. A request the prober refuses
+// member's Canary hands paths, its own traffic. A request the prober refuses
 // (a hostile path or base) or one cut short by the answer's deadline is a
 // question the gate cannot answer.
 func (g *Gate) checkOwnTraffic(ctx context.Context, a asked, pods []Pod) (Answer, error) {
-	plan, answer, request := PlanTraffic(a.q, a.in, a.own, pods)
+	plan, answer, request := PlanTraffic(a.q, a.in, a.own, pods, g.config.OwnTraffic)
 	if !request {
 		return answer, nil
 	}

@@ -605,6 +605,24 @@ func TestAnUndoCountsPodsWithoutThePartOfLabel(t *testing.T) {
 	}
 }
 
+// An undo waits while a new copy has a pod being deleted: until its kubelet
+// confirms, it may still run new code against the schema.
+func TestAnUndoCountsAPodBeingDeleted(t *testing.T) {
+	cp, tender, logs := ownTender(t)
+	ns := cp.Namespace(t)
+	a := failedPay(ns, []pod{{ready: true}},
+		job{name: "pay-migration-" + tag, complete: true}, job{name: "pay-migration-down-" + tag, suspended: true})
+	a.members[0].deleting = []int{0}
+	a.apply(t, cp)
+	round(t, tender, logs)
+	if held := logEntries(t, logs.String(), ns, "release held"); len(held) != 1 || held[0]["reason"] != "analysis-failed" {
+		t.Fatalf("held log lines: %v\n%s", held, logs)
+	}
+	if !suspended(t, cp, ns, "pay-migration-down-"+tag) {
+		t.Error("a migration was undone while its new copy had a pod being deleted")
+	}
+}
+
 // A release that changes a ConfigMap alone leaves the pod template and
 // Flagger's record as they were until Flagger's next tick: the round compares
 // the ConfigMaps the copies take their environment from, and records the

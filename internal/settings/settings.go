@@ -5,6 +5,7 @@ package settings
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -79,6 +80,21 @@ func (r *Reader) Duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// Share is a number from 0 to 1 ("0.01" for one in a hundred), or def when
+// unset.
+func (r *Reader) Share(name string, def float64) float64 {
+	v := r.value(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+		r.fail(name, "%q is not a share from 0 to 1 such as 0.01", v)
+		return def
+	}
+	return f
 }
 
 // PositiveInt is a whole number of at least 1, or def when unset and def > 0.
