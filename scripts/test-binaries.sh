@@ -9,6 +9,7 @@
 #   scripts/test-binaries.sh minio     MinIO                   (prints the binary)
 #   scripts/test-binaries.sh lint      golangci-lint           (prints the binary)
 #   scripts/test-binaries.sh crds      the modules whose CRDs the control plane installs
+#   scripts/test-binaries.sh missing   says which of them are not cached yet
 set -euo pipefail
 
 ETCD_VERSION=v3.6.8
@@ -142,7 +143,22 @@ crds() {
 	done
 }
 
+# Says which servers a run would have to build, with what each took cold on
+# two cores, so a fresh machine's first run says up front why it is slow.
+missing() {
+	local plan=() minutes=0
+	[ -x "$CACHE/envtest-etcd-$ETCD_VERSION-kube-$KUBE_VERSION/etcd" ] || { plan+=("etcd $ETCD_VERSION (about 1 min)"); minutes=$((minutes + 1)); }
+	[ -x "$CACHE/envtest-etcd-$ETCD_VERSION-kube-$KUBE_VERSION/kube-apiserver" ] || { plan+=("kube-apiserver $KUBE_VERSION (about 10 min)"); minutes=$((minutes + 10)); }
+	[ -x "$CACHE/vault-$VAULT_VERSION/vault" ] || { plan+=("vault $VAULT_VERSION (about 19 min)"); minutes=$((minutes + 19)); }
+	[ -x "$CACHE/minio-$MINIO_VERSION/minio" ] || { plan+=("minio (about 4 min)"); minutes=$((minutes + 4)); }
+	[ "${#plan[@]}" -gt 0 ] || return 0
+	say "cold setup: nothing cached in $CACHE for:"
+	local p
+	for p in "${plan[@]}"; do say "  - $p"; done
+	say "about $minutes minutes of builds on two cores, once; later runs reuse the cache"
+}
+
 case "${1:-}" in
-envtest | vault | minio | lint | crds) "$1" ;;
-*) echo "usage: $0 envtest|vault|minio|lint|crds" >&2; exit 2 ;;
+envtest | vault | minio | lint | crds | missing) "$1" ;;
+*) echo "usage: $0 envtest|vault|minio|lint|crds|missing" >&2; exit 2 ;;
 esac

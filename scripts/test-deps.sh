@@ -34,6 +34,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	"${as_root[@]}" apt-get -o Acquire::Retries=3 install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
+scripts/test-binaries.sh missing
 for what in crds envtest vault minio; do
 	scripts/test-binaries.sh "$what" >/dev/null
 done
