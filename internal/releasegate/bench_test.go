@@ -119,6 +119,144 @@ func BenchmarkWebhooks(b *testing.B) {
 				wh.path, r.perSecond, r.p50, r.p99, float64(r.p50)/float64(baseline.p50), float64(r.p99)/float64(checksReads.p99), per, strings.Join(kinds, ", "))
 		})
 	}
+	webhooksInFlight(b, gate.url, gateKube, namespaces, counter)
+}
+
+// webhooksInFlight asks each webhook for every Application with 50 and then
+// 200 questions in flight, as Flagger asks when many Canaries are analysed
+// at once, each on a new connection as Flagger makes them. The floor of
+// each is the bare reads its answer makes, side by side, under the same
+// concurrency in the same run.
+func webhooksInFlight(b *testing.B, url string, gateKube *releasegate.Kube, namespaces []string, counter *testenv.RequestCounter) {
+	ctx := context.Background()
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	post := func(path, ns string, want int) error {
+		resp, err := client.Post(url+path, "application/json", strings.NewReader(payload(ns, "auth-api", rev)))
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			return fmt.Errorf("%s in %s: %d, want %d", path, ns, resp.StatusCode, want)
+		}
+		return nil
+	}
+	instance := labels.SelectorFromSet(labels.Set{releasegate.LabelInstance: "auth-api"})
+	partOf := labels.SelectorFromSet(labels.Set{releasegate.LabelPartOf: "auth"})
+	jobsOf := labels.SelectorFromSet(labels.Set{releasegate.LabelPartOf: "auth", releasegate.LabelManagedBy: releasegate.ManagedBy})
+	inputs := func(ns string) func() error {
+		return func() error { _, err := gateKube.ConfigMap(ctx, ns, "auth-release-gate"); return err }
+	}
+	configMaps := func(ns string) func() error {
+		return func() error { _, err := gateKube.ConfigMapsIn(ctx, ns); return err }
+	}
+	canaries := func(ns string) func() error {
+		return func() error { _, err := gateKube.CanariesIn(ctx, ns); return err }
+	}
+	deployments := func(ns string) func() error {
+		return func() error { _, err := gateKube.DeploymentsIn(ctx, ns); return err }
+	}
+	pods := func(ns string, sel labels.Selector) func() error {
+		return func() error { _, err := gateKube.Pods(ctx, ns, sel); return err }
+	}
+	for _, wh := range []struct {
+		path  string
+		want  int
+		reads func(ns string) []func() error
+	}{
+		{"/may-start", http.StatusOK, func(ns string) []func() error {
+			return []func() error{configMaps(ns), canaries(ns), deployments(ns),
+				func() error { _, err := gateKube.Jobs(ctx, ns, jobsOf); return err },
+				func() error {
+					_, err := gateKube.ConfigMap(ctx, gateNS, releasegate.RecordConfigMap(ns, "auth"))
+					if errors.Is(err, releasegate.ErrNotFound) {
+						return nil
+					}
+					return err
+				}}
+		}},
+		{"/checks", http.StatusOK, func(ns string) []func() error {
+			return []func() error{inputs(ns), canaries(ns), deployments(ns), pods(ns, instance)}
+		}},
+		{"/may-promote", http.StatusOK, func(ns string) []func() error {
+			return []func() error{configMaps(ns), canaries(ns), deployments(ns)}
+		}},
+		{"/rollback", http.StatusConflict, func(ns string) []func() error {
+			return []func() error{inputs(ns), canaries(ns), deployments(ns), pods(ns, partOf)}
+		}},
+	} {
+		for _, inFlight := range []int{50, 200} {
+			b.Run(fmt.Sprintf("%s-%d-in-flight", strings.TrimPrefix(wh.path, "/"), inFlight), func(b *testing.B) {
+				floor, err := measureInFlight(namespaces, inFlight, func(ns string) error { return sideBySide(wh.reads(ns)...) })
+				if err != nil {
+					b.Fatal(err)
+				}
+				counter.Reset()
+				r, err := measureInFlight(namespaces, inFlight, func(ns string) error { return post(wh.path, ns, wh.want) })
+				if err != nil {
+					b.Fatal(err)
+				}
+				per := float64(counter.Total()) / float64(len(namespaces))
+				b.ReportMetric(r.perSecond, "answers/s")
+				b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(r.p99)/float64(floor.p99), "p99/floor-p99")
+				b.ReportMetric(per, "API-requests/answer")
+				b.Logf("%s, %d in flight: %.0f answers/s  p50 %s  p99 %s  max %s; floor (its %d reads side by side, %d in flight) p50 %s  p99 %s: p99 %.2fx the floor; %.1f API requests/answer",
+					wh.path, inFlight, r.perSecond, r.p50, r.p99, r.max, len(wh.reads(namespaces[0])), inFlight, floor.p50, floor.p99,
+					float64(r.p99)/float64(floor.p99), per)
+				if r.max > releasegate.AnswerTimeout {
+					b.Errorf("%s: an answer took %s, over the %s budget", wh.path, r.max, releasegate.AnswerTimeout)
+				}
+			})
+		}
+	}
+}
+
+// sideBySide runs the reads at once, as an answer makes them, and waits for all.
+func sideBySide(reads ...func() error) error {
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, read := range reads {
+		wg.Go(func() { errs[i] = read() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// measureInFlight runs do once per namespace, inFlight at a time, and stops
+// at the first error.
+func measureInFlight(namespaces []string, inFlight int, do func(ns string) error) (figures, error) {
+	lat := make([]time.Duration, len(namespaces))
+	errs := make([]error, len(namespaces))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range inFlight {
+		wg.Go(func() {
+			for i := range work {
+				t0 := time.Now()
+				errs[i] = do(namespaces[i])
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	for i := range namespaces {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	total := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return figures{}, err
+	}
+	slices.Sort(lat)
+	return figures{
+		perSecond: float64(len(lat)) / total.Seconds(),
+		p50:       lat[len(lat)/2],
+		p99:       lat[len(lat)*99/100],
+		max:       lat[len(lat)-1],
+	}, nil
 }
 
 // report records f's rate and latencies, and its p50 against baseline's.
@@ -130,8 +268,8 @@ func report(b *testing.B, f, baseline figures, rate string) {
 }
 
 type figures struct {
-	perSecond float64
-	p50, p99  time.Duration
+	perSecond     float64
+	p50, p99, max time.Duration
 }
 
 // measure runs do once per namespace, one after another.
@@ -228,27 +366,6 @@ func seedOne(ctx context.Context, cp *testenv.ControlPlane, ns string) error {
 		{"auth-api", "WaitingPromotion", "new", "old", "api:2", "api:1", 4, 2},
 		{"auth-ui", "Succeeded", "ui", "ui", "ui:1", "ui:1", 0, 0},
 	} {
-		md := map[string]string{"application": "auth", "process": m.process, "revision": rev}
-		var hooks []flaggerv1.CanaryWebhook
-		for _, h := range []struct {
-			name string
-			typ  flaggerv1.HookType
-		}{{"may-start", flaggerv1.ConfirmRolloutHook}, {"checks", flaggerv1.RolloutHook}, {"may-promote", flaggerv1.ConfirmPromotionHook}, {"rollback", flaggerv1.RollbackHook}} {
-			hooks = append(hooks, flaggerv1.CanaryWebhook{Name: h.name, Type: h.typ, URL: "http://release-gate.delivery-system.svc.cluster.local:8080/" + h.name, Metadata: &md})
-		}
-		c := &flaggerv1.Canary{ObjectMeta: labelled(m.process, partOf), Spec: flaggerv1.CanarySpec{
-			Provider:  "kubernetes",
-			TargetRef: flaggerv1.LocalObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: m.process},
-			Service:   flaggerv1.CanaryService{Port: 8080},
-			Analysis:  &flaggerv1.CanaryAnalysis{Interval: "30s", Iterations: 4, Threshold: 3, Webhooks: hooks},
-		}}
-		if err := cp.Client.Create(ctx, c); err != nil {
-			return err
-		}
-		c.Status = flaggerv1.CanaryStatus{Phase: flaggerv1.CanaryPhase(m.phase), Iterations: m.iterations, LastAppliedSpec: m.applied, LastPromotedSpec: m.promoted}
-		if err := cp.Client.Status().Update(ctx, c); err != nil {
-			return err
-		}
 		for _, d := range []struct{ name, image string }{{m.process, m.image}, {m.process + "-primary", m.primaryImage}} {
 			sel := map[string]string{"app.kubernetes.io/instance": d.name, "app.kubernetes.io/part-of": "auth"}
 			meta := labelled(d.name, partOf)
@@ -280,6 +397,28 @@ func seedOne(ctx context.Context, cp *testenv.ControlPlane, ns string) error {
 			if _, err := kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 				return err
 			}
+		}
+		// Flux applies the Canary, a custom resource, after the rest.
+		md := map[string]string{"application": "auth", "process": m.process, "revision": rev}
+		var hooks []flaggerv1.CanaryWebhook
+		for _, h := range []struct {
+			name string
+			typ  flaggerv1.HookType
+		}{{"may-start", flaggerv1.ConfirmRolloutHook}, {"checks", flaggerv1.RolloutHook}, {"may-promote", flaggerv1.ConfirmPromotionHook}, {"rollback", flaggerv1.RollbackHook}} {
+			hooks = append(hooks, flaggerv1.CanaryWebhook{Name: h.name, Type: h.typ, URL: "http://release-gate.delivery-system.svc.cluster.local:8080/" + h.name, Metadata: &md})
+		}
+		c := &flaggerv1.Canary{ObjectMeta: labelled(m.process, partOf), Spec: flaggerv1.CanarySpec{
+			Provider:  "kubernetes",
+			TargetRef: flaggerv1.LocalObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: m.process},
+			Service:   flaggerv1.CanaryService{Port: 8080},
+			Analysis:  &flaggerv1.CanaryAnalysis{Interval: "30s", Iterations: 4, Threshold: 3, Webhooks: hooks},
+		}}
+		if err := cp.Client.Create(ctx, c); err != nil {
+			return err
+		}
+		c.Status = flaggerv1.CanaryStatus{Phase: flaggerv1.CanaryPhase(m.phase), Iterations: m.iterations, LastAppliedSpec: m.applied, LastPromotedSpec: m.promoted}
+		if err := cp.Client.Status().Update(ctx, c); err != nil {
+			return err
 		}
 	}
 	return nil
