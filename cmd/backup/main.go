@@ -14,10 +14,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/JorisJonkers-dev/delivery/internal/backup"
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
@@ -29,24 +33,109 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = "usage: backup files|postgres|rabbitmq | backup restore [flags] [generation] | backup drill [flags]"
+// invocation is what one run is handed: its environment, clock and outputs.
+type invocation struct {
+	getenv         func(string) string
+	now            func() time.Time
+	stdout, stderr io.Writer
+	logger         *slog.Logger
+}
 
-// run is the whole job, handed its arguments, environment, clock and
-// outputs so a test runs it end to end.
-func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	if len(args) > 0 && (args[0] == "restore" || args[0] == "drill") {
-		return runRestore(ctx, args, getenv, now, stdout, logger)
+// exitCode ends a command that has already said why: in a log line, or to
+// the person at the terminal.
+type exitCode int
+
+func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
+
+func exitWith(code int) error {
+	if code == 0 {
+		return nil
 	}
-	job, err := configure(args, getenv, logger)
+	return exitCode(code)
+}
+
+// run is the whole command, handed its arguments, environment, clock and
+// outputs so a test runs it end to end. A mistake on the command line exits
+// 2 with the usage on stderr before anything reads the environment.
+func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
+	root := commands(invocation{getenv: getenv, now: now, stdout: stdout, stderr: stderr,
+		logger: slog.New(slog.NewJSONHandler(stderr, nil))})
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "backup: name a command: files, postgres, rabbitmq, restore or drill\n\n%s", root.UsageString())
+		return 2
+	}
+	root.SetArgs(args)
+	failed, err := root.ExecuteContextC(ctx)
+	if code, ok := errors.AsType[exitCode](err); ok {
+		return int(code)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n\n%s", failed.CommandPath(), err, failed.UsageString())
+		return 2
+	}
+	return 0
+}
+
+// commands is backup's command line: the three methods, restore and drill.
+func commands(in invocation) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "backup",
+		Short: "Write a generation onto the backup claim, copy it off the cluster, and read generations back",
+		Long: "backup writes one generation of a volume (files), a PostgreSQL server (postgres) or a RabbitMQ\n" +
+			"broker's definitions (rabbitmq) onto the backup claim, copies it off the cluster when a destination\n" +
+			"is set, prunes, and exits: 0 only when the generation is complete and durable. \"backup restore\" and\n" +
+			"\"backup drill\" read the generations back. Its environment configures it.",
+		Version:           cli.Version(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetVersionTemplate(cli.VersionLine("backup") + "\n")
+	root.Flags().Bool("version", false, "print the version and exit")
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		help(c, args)
+		if vars := variablesOf(c.Name()); len(vars) > 0 {
+			fmt.Fprintln(c.OutOrStdout(), "\nEnvironment:")
+			cli.WriteVariables(c.OutOrStdout(), vars)
+		}
+	})
+	root.AddCommand(
+		methodCommand(in, "files", "Archive a volume, its SQLite databases copied consistently"),
+		methodCommand(in, "postgres", "Dump a PostgreSQL server with pg_dumpall"),
+		methodCommand(in, "rabbitmq", "Save a RabbitMQ broker's definitions"),
+		restoreCommand(in),
+		drillCommand(in),
+	)
+	return root
+}
+
+func methodCommand(in invocation, method, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   method,
+		Short: short,
+		Long: "backup " + method + " writes one generation onto the backup claim, copies it off the cluster when\n" +
+			"BACKUP_OFF_CLUSTER is set, prunes, and exits 0 only when the generation is complete and durable.\n" +
+			"It logs JSON lines; a bad variable exits 2 before anything is written, a failed run exits 1.",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return exitWith(runJob(c.Context(), in, method)) },
+	}
+}
+
+// runJob writes, copies and prunes one generation of method.
+func runJob(ctx context.Context, in invocation, method string) int {
+	logger := in.logger
+	job, err := configure(method, in.getenv, logger)
 	if err != nil {
 		logger.Error("backup did not start", "error", err.Error())
 		return 2
 	}
-	job.Now = now
+	job.Now = in.now
 	job.Logger = logger
 	if copier, ok := job.OffCluster.(*backup.OffClusterCopy); ok {
-		copier.Now, copier.Logger = now, logger
+		copier.Now, copier.Logger = in.now, logger
 	}
 	result, err := job.Run(ctx)
 	if err != nil {
@@ -58,13 +147,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	return 0
 }
 
-// configure reads the method from args and everything else from the
-// environment; the first missing or malformed value stops the run before
-// anything is written.
-func configure(args []string, getenv func(string) string, logger *slog.Logger) (backup.Job, error) {
-	if len(args) != 1 {
-		return backup.Job{}, errors.New(usage)
-	}
+// configure reads everything but the method from the environment; the
+// first missing or malformed value stops the run before anything is
+// written.
+func configure(method string, getenv func(string) string, logger *slog.Logger) (backup.Job, error) {
 	env := settings.New(getenv)
 	retain := env.PositiveInt("BACKUP_RETAIN", 0)
 	request := env.String("BACKUP_ROLLBACK", "")
@@ -78,7 +164,7 @@ func configure(args []string, getenv func(string) string, logger *slog.Logger) (
 		}
 	}
 	job := backup.Job{Dir: dir, Retain: retain, Request: request}
-	switch args[0] {
+	switch method {
 	case "files":
 		source := env.String("BACKUP_SOURCE_DIR", "/data")
 		if inside(dir, source) {
@@ -101,7 +187,7 @@ func configure(args []string, getenv func(string) string, logger *slog.Logger) (
 			Password: env.Required("RABBITMQ_PASSWORD"),
 		}
 	default:
-		return backup.Job{}, fmt.Errorf("unknown method %q: %s", args[0], usage)
+		return backup.Job{}, fmt.Errorf("unknown method %q", method)
 	}
 	if err := env.Err(); err != nil {
 		return backup.Job{}, err

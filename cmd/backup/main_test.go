@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -88,9 +90,6 @@ func TestEveryBadSettingStopsTheRunWithOneLine(t *testing.T) {
 		vars map[string]string
 		want string
 	}{
-		{"no method", nil, base, "usage"},
-		{"two methods", []string{"files", "postgres"}, base, "usage"},
-		{"unknown method", []string{"mysql"}, base, `unknown method "mysql"`},
 		{"BACKUP_RETAIN missing", []string{"files"}, with(map[string]string{"BACKUP_RETAIN": "-"}), "BACKUP_RETAIN: required"},
 		{"BACKUP_RETAIN malformed", []string{"files"}, with(map[string]string{"BACKUP_RETAIN": "fourteen"}), "BACKUP_RETAIN"},
 		{"BACKUP_RETAIN zero", []string{"files"}, with(map[string]string{"BACKUP_RETAIN": "0"}), "BACKUP_RETAIN"},
@@ -118,6 +117,101 @@ func TestEveryBadSettingStopsTheRunWithOneLine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// variables are every variable the README's table names for backup.
+var variables = []string{"BACKUP_RETAIN", "BACKUP_ROLLBACK", "BACKUP_DIR", "BACKUP_SOURCE_DIR", "BACKUP_HOST", "BACKUP_PORT",
+	"PGUSER", "PGPASSWORD", "BACKUP_PG_DUMPALL", "RABBITMQ_USERNAME", "RABBITMQ_PASSWORD", "BACKUP_OFF_CLUSTER",
+	"BACKUP_OFF_CLUSTER_PATH", "BACKUP_OFF_CLUSTER_RECIPIENT", "BACKUP_OFF_CLUSTER_PART_MIB", "AWS_ENDPOINT_URL",
+	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "backup", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, getenv, clock, stdout, stderr)
+	}, variables)
+}
+
+// unread is an environment a run must not read.
+func unread(t *testing.T) func(string) string {
+	return func(name string) string {
+		t.Errorf("%s was read", name)
+		return ""
+	}
+}
+
+func TestEachCommandsHelpNamesItsFlagsAndVariables(t *testing.T) {
+	destination := []string{"BACKUP_OFF_CLUSTER", "BACKUP_OFF_CLUSTER_PATH", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"}
+	copying := append([]string{"BACKUP_RETAIN", "BACKUP_ROLLBACK", "BACKUP_DIR", "BACKUP_OFF_CLUSTER_RECIPIENT", "BACKUP_OFF_CLUSTER_PART_MIB"}, destination...)
+	for command, want := range map[string][]string{
+		"files":    append([]string{"BACKUP_SOURCE_DIR"}, copying...),
+		"postgres": append([]string{"BACKUP_HOST", "BACKUP_PORT", "PGUSER", "PGPASSWORD", "BACKUP_PG_DUMPALL"}, copying...),
+		"rabbitmq": append([]string{"BACKUP_HOST", "BACKUP_PORT", "RABBITMQ_USERNAME", "RABBITMQ_PASSWORD"}, copying...),
+		"restore":  append([]string{"--identity FILE", "--claim", "--list", "--target DIR", "BACKUP_DIR"}, destination...),
+		"drill":    append([]string{"--identity FILE", "--scratch DIR"}, destination...),
+	} {
+		for _, help := range [][]string{{command, "--help"}, {command, "-h"}, {"help", command}} {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), help, unread(t), clock, &stdout, &stderr); code != 0 {
+				t.Errorf("%q: exit %d: %s", help, code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "Usage:\n  backup "+command) {
+				t.Errorf("%q printed no usage:\n%s", help, stdout.String())
+			}
+			for _, name := range want {
+				if !strings.Contains(stdout.String(), name) {
+					t.Errorf("%q does not name %s:\n%s", help, name, stdout.String())
+				}
+			}
+		}
+	}
+}
+
+func TestCommandLineMistakesExitTwoWithTheUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "backup: name a command"},
+		{[]string{"mysql"}, `unknown command "mysql" for "backup"`},
+		{[]string{"files", "postgres"}, `unknown command "postgres" for "backup files"`},
+		{[]string{"files", "--retain", "3"}, "backup files: unknown flag: --retain"},
+		{[]string{"restore", "--bogus"}, "backup restore: unknown flag: --bogus"},
+		{[]string{"restore", "--claim"}, "name the one generation to restore"},
+		{[]string{"restore", "--claim", "files-20261026T031500Z.tar.gz"}, "--target: name the folder to restore into"},
+		{[]string{"restore", "--list", "files-20261026T031500Z.tar.gz"}, "--list takes no generation"},
+		{[]string{"drill", "files-20261026T031500Z.tar.gz"}, `unknown command "files-20261026T031500Z.tar.gz" for "backup drill"`},
+		{[]string{"drill", "--target", "/restore"}, "backup drill: unknown flag: --target"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), c.args, unread(t), clock, &stdout, &stderr); code != 2 {
+			t.Errorf("%q: exit %d", c.args, code)
+		}
+		if !strings.Contains(stderr.String(), c.want) || !strings.Contains(stderr.String(), "Usage:") || stdout.Len() > 0 {
+			t.Errorf("%q: want %q and the usage on stderr alone, got stdout %q stderr %q", c.args, c.want, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestHelpNamesEveryVariableItReads configures every command with every
+// variable set, so each read is made, and holds the reads to the help.
+func TestHelpNamesEveryVariableItReads(t *testing.T) {
+	env := clitest.Record(map[string]string{"BACKUP_RETAIN": "3", "BACKUP_DIR": t.TempDir(), "BACKUP_SOURCE_DIR": t.TempDir(),
+		"BACKUP_ROLLBACK": "", "BACKUP_HOST": "db", "PGUSER": "u", "PGPASSWORD": "p", "RABBITMQ_USERNAME": "u", "RABBITMQ_PASSWORD": "p",
+		"BACKUP_OFF_CLUSTER": "s3://backup-storage/jorisjonkers-dev", "BACKUP_OFF_CLUSTER_PATH": "apps/data",
+		"BACKUP_OFF_CLUSTER_RECIPIENT": recipient, "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+		"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"})
+	for _, method := range []string{"files", "postgres", "rabbitmq"} {
+		if _, err := configure(method, env.Getenv, nil); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+	}
+	if _, err := restorerFor(env.Getenv, true, "", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restorerFor(env.Getenv, false, "", true); err != nil {
+		t.Fatal(err)
+	}
+	env.Named(t, variables)
 }
 
 func TestAFailedRunExitsNonZeroNamingTheCause(t *testing.T) {

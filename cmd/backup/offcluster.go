@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"filippo.io/age"
+	"github.com/spf13/cobra"
 
 	"github.com/JorisJonkers-dev/delivery/internal/backup"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
@@ -82,71 +80,145 @@ func destination(getenv func(string) string) (*backup.S3Store, backup.Destinatio
 // s3Transport is nil (minio-go's own) except in tests that watch requests.
 var s3Transport http.RoundTripper
 
-// runRestore is "backup restore" and "backup drill".
-func runRestore(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout io.Writer, logger *slog.Logger) int {
-	command := args[0]
-	flags := flag.NewFlagSet("backup "+command, flag.ContinueOnError)
-	flags.SetOutput(io.Discard)
-	identity := flags.String("identity", "", "age identity file (off-cluster copies)")
-	fromClaim := flags.Bool("claim", false, "read the generations on the claim (BACKUP_DIR) instead of the destination")
-	list := flags.Bool("list", false, "list the generations, newest first")
-	target := flags.String("target", "", "folder to restore into")
-	scratch := flags.String("scratch", os.TempDir(), "folder the drill restores into and empties")
-	if err := flags.Parse(args[1:]); err != nil {
-		logger.Error("backup "+command+" did not start", "error", err.Error())
-		return 2
+// restoreOptions are the flags of "backup restore".
+type restoreOptions struct {
+	identity string
+	claim    bool
+	list     bool
+	target   string
+}
+
+func restoreCommand(in invocation) *cobra.Command {
+	var o restoreOptions
+	c := &cobra.Command{
+		Use:   "restore [--claim] [--identity FILE] --target DIR GENERATION",
+		Short: "Read a generation back into a folder, or list the generations",
+		Example: "  backup restore --list\n" +
+			"  backup restore --identity key.txt --target /restore files-20261026T024500Z.tar.gz\n" +
+			"  backup restore --claim --target /restore postgres-20261026T031500Z.sql.gz",
+		DisableFlagsInUseLine: true,
+		Long: "backup restore reads a generation back from the destination (BACKUP_OFF_CLUSTER) or, with --claim,\n" +
+			"from BACKUP_DIR: an off-cluster copy is checked against the provider's checksums as it streams in,\n" +
+			"decrypted with the age identity file and decompressed, and nothing appears in the target until all\n" +
+			"of it read back whole. It logs JSON lines.",
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case o.list && len(args) > 0:
+				return fmt.Errorf("--list takes no generation, got %q", args[0])
+			case o.list:
+				return nil
+			case len(args) != 1:
+				return errors.New("name the one generation to restore")
+			case o.target == "":
+				return errors.New("--target: name the folder to restore into")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error { return exitWith(runRestore(c.Context(), in, o, args)) },
 	}
-	restorer, err := restorerFor(getenv, *fromClaim, *identity, *list)
+	f := c.Flags()
+	f.StringVar(&o.identity, "identity", "", "the age identity `FILE` that decrypts the off-cluster copies")
+	f.BoolVar(&o.claim, "claim", false, "read the generations on the claim (BACKUP_DIR) instead of the destination")
+	f.BoolVar(&o.list, "list", false, "list the generations, newest first")
+	f.StringVar(&o.target, "target", "", "the folder `DIR` to restore into, made if absent")
+	return c
+}
+
+// runRestore is "backup restore": one generation into a folder, or the list.
+func runRestore(ctx context.Context, in invocation, o restoreOptions, args []string) int {
+	report := newReporter(in.logger)
+	restorer, err := restorerFor(in.getenv, o.claim, o.identity, o.list)
 	if err != nil {
-		logger.Error("backup "+command+" did not start", "error", err.Error())
+		report.notStarted("restore", err)
 		return 2
 	}
-	if command == "drill" {
-		if restorer.Store == nil {
-			logger.Error("backup drill did not start", "error", "the drill restores the newest off-cluster copy: drop --claim")
-			return 2
-		}
-		restorer.Now = now
-		result, err := restorer.Drill(ctx, *scratch)
-		if len(result.Ahead) > 0 {
-			logger.Warn("the drill passed over copies stamped after its own time; a clock ran ahead when they were written",
-				"copies", generationNames(result.Ahead))
-		}
-		if err != nil {
-			logger.Error("drill failed", "error", err.Error())
-			return 1
-		}
-		logger.Info("drill passed", "generation", result.Generation.Name(), "files", result.Files, "sqlite_databases", result.Databases)
-		return 0
-	}
-	if *list {
+	if o.list {
 		gens, err := restorer.List(ctx)
 		if err != nil {
-			logger.Error("restore failed", "error", err.Error())
+			report.listFailed(err)
 			return 1
 		}
 		for _, g := range gens {
-			fmt.Fprintln(stdout, g.Name())
+			fmt.Fprintln(in.stdout, g.Name())
 		}
 		return 0
 	}
-	if flags.NArg() != 1 || *target == "" {
-		logger.Error("backup restore did not start", "error", "usage: backup restore [--claim] [--identity FILE] --target DIR GENERATION")
+	g, err := parseGeneration(args[0])
+	if err != nil {
+		report.notStarted("restore", err)
 		return 2
 	}
-	g, err := parseGeneration(flags.Arg(0))
+	restorer.Progress = report
+	result, err := restorer.Restore(ctx, g, o.target)
 	if err != nil {
-		logger.Error("backup restore did not start", "error", err.Error())
-		return 2
-	}
-	result, err := restorer.Restore(ctx, g, *target)
-	if err != nil {
-		logger.Error("restore failed", "generation", g.Name(), "error", err.Error())
+		report.restoreFailed(g, err)
 		return 1
 	}
-	logger.Info("restored", "generation", g.Name(), "path", result.Path, "files", result.Files)
-	printLoadCommands(stdout, g, result.Path)
+	report.restored(source(restorer), result)
+	printLoadCommands(in.stdout, g, result.Path)
 	return 0
+}
+
+// drillOptions are the flags of "backup drill".
+type drillOptions struct {
+	identity string
+	scratch  string
+	claim    bool
+}
+
+func drillCommand(in invocation) *cobra.Command {
+	var o drillOptions
+	c := &cobra.Command{
+		Use:                   "drill --identity FILE [--scratch DIR]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Restore the newest off-cluster copy into a scratch folder and check it",
+		Long: "backup drill restores the newest off-cluster copy into a folder it makes under the scratch folder,\n" +
+			"checks it (the archive reads whole, every SQLite database passes integrity_check, a dump is whole,\n" +
+			"definitions parse), removes the folder, logs one JSON line, and exits 1 when any check fails.",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return exitWith(runDrill(c.Context(), in, o)) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.identity, "identity", "", "the age identity `FILE` that decrypts the off-cluster copies")
+	f.StringVar(&o.scratch, "scratch", os.TempDir(), "the folder `DIR` the drill restores into and empties")
+	// The drill reads the destination alone; --claim is taken to say so.
+	f.BoolVar(&o.claim, "claim", false, "refused: the drill restores the newest off-cluster copy")
+	_ = f.MarkHidden("claim")
+	return c
+}
+
+// runDrill is "backup drill".
+func runDrill(ctx context.Context, in invocation, o drillOptions) int {
+	report := newReporter(in.logger)
+	if o.claim {
+		report.notStarted("drill", errors.New("the drill restores the newest off-cluster copy: drop --claim"))
+		return 2
+	}
+	restorer, err := restorerFor(in.getenv, false, o.identity, false)
+	if err != nil {
+		report.notStarted("drill", err)
+		return 2
+	}
+	restorer.Now = in.now
+	restorer.Progress = report
+	result, err := restorer.Drill(ctx, o.scratch)
+	if len(result.Ahead) > 0 {
+		report.passedOver(result.Ahead)
+	}
+	if err != nil {
+		report.drillFailed(err)
+		return 1
+	}
+	report.drillPassed(source(restorer), result)
+	return 0
+}
+
+// source says where restorer reads from, for a person.
+func source(r backup.Restorer) string {
+	if r.Store != nil {
+		return r.Destination.String()
+	}
+	return "the claim at " + r.ClaimDir
 }
 
 // parseGeneration accepts a generation's name with or without ".age".
