@@ -146,8 +146,8 @@ func TestEachCommandsHelpNamesItsFlagsAndVariables(t *testing.T) {
 		"files":    append([]string{"BACKUP_SOURCE_DIR"}, copying...),
 		"postgres": append([]string{"BACKUP_HOST", "BACKUP_PORT", "PGUSER", "PGPASSWORD", "BACKUP_PG_DUMPALL"}, copying...),
 		"rabbitmq": append([]string{"BACKUP_HOST", "BACKUP_PORT", "RABBITMQ_USERNAME", "RABBITMQ_PASSWORD"}, copying...),
-		"restore":  append([]string{"--identity FILE", "--claim", "--list", "--target DIR", "BACKUP_DIR"}, destination...),
-		"drill":    append([]string{"--identity FILE", "--scratch DIR"}, destination...),
+		"restore":  append([]string{"--identity FILE", "--claim", "--list", "--target DIR", "--json", "BACKUP_DIR"}, destination...),
+		"drill":    append([]string{"--identity FILE", "--scratch DIR", "--json"}, destination...),
 	} {
 		for _, help := range [][]string{{command, "--help"}, {command, "-h"}, {"help", command}} {
 			var stdout, stderr bytes.Buffer

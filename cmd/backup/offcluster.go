@@ -86,12 +86,13 @@ type restoreOptions struct {
 	claim    bool
 	list     bool
 	target   string
+	json     bool
 }
 
 func restoreCommand(in invocation) *cobra.Command {
 	var o restoreOptions
 	c := &cobra.Command{
-		Use:   "restore [--claim] [--identity FILE] --target DIR GENERATION",
+		Use:   "restore [--claim] [--identity FILE] [--json] --target DIR GENERATION",
 		Short: "Read a generation back into a folder, or list the generations",
 		Example: "  backup restore --list\n" +
 			"  backup restore --identity key.txt --target /restore files-20261026T024500Z.tar.gz\n" +
@@ -100,7 +101,8 @@ func restoreCommand(in invocation) *cobra.Command {
 		Long: "backup restore reads a generation back from the destination (BACKUP_OFF_CLUSTER) or, with --claim,\n" +
 			"from BACKUP_DIR: an off-cluster copy is checked against the provider's checksums as it streams in,\n" +
 			"decrypted with the age identity file and decompressed, and nothing appears in the target until all\n" +
-			"of it read back whole. It logs JSON lines.",
+			"of it read back whole. On a terminal it shows its progress and a summary; elsewhere, or with --json,\n" +
+			"it logs JSON lines.",
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
 			case o.list && len(args) > 0:
@@ -121,12 +123,13 @@ func restoreCommand(in invocation) *cobra.Command {
 	f.BoolVar(&o.claim, "claim", false, "read the generations on the claim (BACKUP_DIR) instead of the destination")
 	f.BoolVar(&o.list, "list", false, "list the generations, newest first")
 	f.StringVar(&o.target, "target", "", "the folder `DIR` to restore into, made if absent")
+	f.BoolVar(&o.json, "json", false, "log JSON lines even on a terminal")
 	return c
 }
 
 // runRestore is "backup restore": one generation into a folder, or the list.
 func runRestore(ctx context.Context, in invocation, o restoreOptions, args []string) int {
-	report := newReporter(in.logger)
+	report := newReporter(o.json, in.stderr, in.logger)
 	restorer, err := restorerFor(in.getenv, o.claim, o.identity, o.list)
 	if err != nil {
 		report.notStarted("restore", err)
@@ -164,23 +167,26 @@ type drillOptions struct {
 	identity string
 	scratch  string
 	claim    bool
+	json     bool
 }
 
 func drillCommand(in invocation) *cobra.Command {
 	var o drillOptions
 	c := &cobra.Command{
-		Use:                   "drill --identity FILE [--scratch DIR]",
+		Use:                   "drill --identity FILE [--scratch DIR] [--json]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Restore the newest off-cluster copy into a scratch folder and check it",
 		Long: "backup drill restores the newest off-cluster copy into a folder it makes under the scratch folder,\n" +
 			"checks it (the archive reads whole, every SQLite database passes integrity_check, a dump is whole,\n" +
-			"definitions parse), removes the folder, logs one JSON line, and exits 1 when any check fails.",
+			"definitions parse), removes the folder, and exits 1 when any check fails. On a terminal it shows its\n" +
+			"progress and a summary; elsewhere, or with --json, it logs JSON lines.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return exitWith(runDrill(c.Context(), in, o)) },
 	}
 	f := c.Flags()
 	f.StringVar(&o.identity, "identity", "", "the age identity `FILE` that decrypts the off-cluster copies")
 	f.StringVar(&o.scratch, "scratch", os.TempDir(), "the folder `DIR` the drill restores into and empties")
+	f.BoolVar(&o.json, "json", false, "log JSON lines even on a terminal")
 	// The drill reads the destination alone; --claim is taken to say so.
 	f.BoolVar(&o.claim, "claim", false, "refused: the drill restores the newest off-cluster copy")
 	_ = f.MarkHidden("claim")
@@ -189,7 +195,7 @@ func drillCommand(in invocation) *cobra.Command {
 
 // runDrill is "backup drill".
 func runDrill(ctx context.Context, in invocation, o drillOptions) int {
-	report := newReporter(in.logger)
+	report := newReporter(o.json, in.stderr, in.logger)
 	if o.claim {
 		report.notStarted("drill", errors.New("the drill restores the newest off-cluster copy: drop --claim"))
 		return 2

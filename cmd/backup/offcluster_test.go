@@ -129,6 +129,26 @@ func TestCopyRestoreAndDrillFromTheCommandLine(t *testing.T) {
 	if lines := logLines(t, &stderr); len(lines) != 1 || lines[0]["msg"] != "drill passed" {
 		t.Fatalf("drill said %s", stderr.String())
 	}
+	// On a terminal the drill shows its progress and says what it checked.
+	t.Run("on a terminal", func(t *testing.T) {
+		onTerminal(t)
+		var stderr bytes.Buffer
+		if code := run(ctx, []string{"drill", "--identity", keyFile, "--scratch", work}, env(vars), clock, &stdout, &stderr); code != 0 {
+			t.Fatalf("drill exit %d: %s", code, stderr.String())
+		}
+		for _, want := range []string{
+			"fetching, decrypting and unpacking jorisjonkers-dev/docling-serve-archive/files-20261026T031500Z.tar.gz.age\n",
+			"100%",
+			"checking files-20261026T031500Z.tar.gz\n",
+			"drill passed: files-20261026T031500Z.tar.gz from s3://backup-storage/jorisjonkers-dev/docling-serve-archive\n",
+			"  restored  1 file into a scratch folder, since removed\n",
+			"  passed    the provider's SHA-256 checksum, age's authentication, gzip's CRC, the archive reads whole\n",
+		} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("no %q in\n%s", want, stderr.String())
+			}
+		}
+	})
 
 	// Usage mistakes stop before anything is read.
 	for _, args := range [][]string{
