@@ -10,10 +10,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
@@ -24,7 +27,29 @@ import (
 
 func main() {
 	kubeclient.LogAsJSON(os.Stderr)
-	os.Exit(run(context.Background(), os.Getenv, os.Stderr, listenTCP))
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr, listenTCP))
+}
+
+// service is the gate as its --help tells it.
+var service = cli.Service{
+	Name: "release-gate",
+	Summary: "release-gate answers Flagger's webhooks for every gated Application from the live cluster, failing\n" +
+		"closed, and between questions tends every gated Application every 15 seconds.",
+	Variables: slices.Concat([]settings.Variable{
+		{Name: "ADDR", Default: ":8080", Meaning: "address to serve on"},
+	}, kubeclient.Variables, []settings.Variable{
+		{Name: "FLAGGER_NAMESPACE", Default: "delivery-system", Meaning: "namespace of Flagger's pods"},
+		{Name: "FLAGGER_SELECTOR", Default: "app.kubernetes.io/instance=flagger", Meaning: "label selector of Flagger's pods (one that selects everything is refused)"},
+		{Name: "FLAGGER_SERVICE_ACCOUNT", Default: "flagger", Meaning: "ServiceAccount Flagger's pods run under"},
+		{Name: "GATE_NAMESPACE", Default: releasegate.DefaultGateNamespace, Meaning: "the gate's own namespace, where it keeps the release records"},
+		{Name: "OWN_TRAFFIC_ERROR_RATE", Default: strconv.FormatFloat(releasegate.DefaultOwnTraffic.ErrorRate, 'g', -1, 64),
+			Meaning: "largest failed share of the own traffic that passes, from 0 to 1, where the inputs carry no errorRate"},
+		{Name: "OWN_TRAFFIC_LATENCY", Default: releasegate.DefaultOwnTraffic.Latency.String(),
+			Meaning: "largest p95 of answered own requests that passes, where the inputs carry no latency"},
+		{Name: "METRICS_SCRAPER_NAMESPACE", Default: settings.Unset, Meaning: "namespace of the metrics stack's pods, the only callers /metrics answers"},
+		{Name: "METRICS_SCRAPER_SELECTOR", Default: settings.Unset, Meaning: "label selector of those pods (one that selects everything is refused)"},
+		{Name: "METRICS_SCRAPER_SERVICE_ACCOUNT", Default: settings.Unset, Meaning: "ServiceAccount those pods run under"},
+	}),
 }
 
 // listener opens the address the gate serves on; a test hands its own to
@@ -36,9 +61,13 @@ func listenTCP(ctx context.Context, addr string) (net.Listener, error) {
 	return lc.Listen(ctx, "tcp", addr)
 }
 
-// run reads the environment, connects to the cluster and serves until ctx
-// ends or SIGTERM or SIGINT arrives, then drains.
-func run(ctx context.Context, getenv func(string) string, logOut io.Writer, listen listener) int {
+// run answers --help and --version, or reads the environment, connects to
+// the cluster and serves until ctx ends or SIGTERM or SIGINT arrives, then
+// drains.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, logOut io.Writer, listen listener) int {
+	if code, answered := service.Answer(args, stdout, logOut); answered {
+		return code
+	}
 	ctx, stop := server.SignalContext(ctx)
 	defer stop()
 	logger := slog.New(slog.NewJSONHandler(logOut, nil))

@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -58,7 +59,7 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 	logs := &testenv.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, func(k string) string { return env[k] }, logs, listen) }()
+	go func() { exited <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, logs, listen) }()
 	var base string
 	select {
 	case a := <-addr:
@@ -201,7 +202,7 @@ func TestRunRefusesBadSettings(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var logs strings.Builder
-			code := run(context.Background(), func(k string) string { return c.env[k] }, &logs, listenTCP)
+			code := run(context.Background(), nil, func(k string) string { return c.env[k] }, io.Discard, &logs, listenTCP)
 			if code == 0 || !strings.Contains(logs.String(), c.log) || strings.Count(logs.String(), "\n") != 1 {
 				t.Fatalf("run = %d, log %q; want an exit and one line containing %q", code, logs.String(), c.log)
 			}
@@ -232,7 +233,28 @@ func TestRunExitsWhenServingFails(t *testing.T) {
 		return ln, err
 	}
 	var logs strings.Builder
-	if code := run(context.Background(), func(k string) string { return env[k] }, &logs, closed); code != 1 || !strings.Contains(logs.String(), `"msg":"serve"`) {
+	if code := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, &logs, closed); code != 1 || !strings.Contains(logs.String(), `"msg":"serve"`) {
 		t.Fatalf("run = %d with a closed listener, log:\n%s", code, logs.String())
 	}
+}
+
+// variables are the variables the README's table names for the gate.
+var variables = []string{"ADDR", "KUBECONFIG", "FLAGGER_NAMESPACE", "FLAGGER_SELECTOR", "FLAGGER_SERVICE_ACCOUNT", "GATE_NAMESPACE",
+	"OWN_TRAFFIC_ERROR_RATE", "OWN_TRAFFIC_LATENCY", "METRICS_SCRAPER_NAMESPACE", "METRICS_SCRAPER_SELECTOR", "METRICS_SCRAPER_SERVICE_ACCOUNT"}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "release-gate", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, getenv, stdout, stderr, listenTCP)
+	}, variables)
+}
+
+// TestHelpNamesEveryVariableItReads starts the gate with settings that stop
+// only at the cluster, the last thing it reads.
+func TestHelpNamesEveryVariableItReads(t *testing.T) {
+	env := clitest.Record(map[string]string{"KUBECONFIG": filepath.Join(t.TempDir(), "missing")})
+	var logs strings.Builder
+	if code := run(context.Background(), nil, env.Getenv, io.Discard, &logs, listenTCP); code != 2 || !strings.Contains(logs.String(), "no cluster to read") {
+		t.Fatalf("exit %d: %s", code, logs.String())
+	}
+	env.Named(t, variables)
 }
