@@ -5,6 +5,8 @@
 # throwaway wrapper module (their replace directives make `go install` refuse).
 #
 #   scripts/test-binaries.sh envtest   etcd + kube-apiserver  (prints the folder)
+#   scripts/test-binaries.sh cluster   envtest's folder plus kube-controller-manager,
+#                                      kube-scheduler, kwok and Flagger (prints the folder)
 #   scripts/test-binaries.sh vault     Vault dev server        (prints the binary)
 #   scripts/test-binaries.sh minio     MinIO                   (prints the binary)
 #   scripts/test-binaries.sh lint      golangci-lint           (prints the binary)
@@ -17,6 +19,8 @@ KUBE_VERSION=v1.35.4
 STAGING_VERSION=v0.35.4
 VAULT_VERSION=v1.21.0
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+KWOK_VERSION=v0.8.0
+FLAGGER_VERSION=v1.41.0
 GOLANGCI_LINT_VERSION=v2.15.0
 
 CACHE="${DELIVERY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/delivery}"
@@ -96,6 +100,50 @@ envtest() {
 	echo "$out"
 }
 
+# The controllers, kwok and Flagger that make a control plane act: the two
+# controllers from the kube-apiserver's wrapper (so its build cache serves),
+# kwok and Flagger by go install (neither has replace directives). They live
+# beside etcd and kube-apiserver, so one folder names the whole cluster.
+cluster() {
+	local out
+	out=$(envtest)
+	if [ ! -x "$out/kube-controller-manager" ] || [ ! -x "$out/kube-scheduler" ]; then
+		local w kdir
+		w=$(wrapper)
+		kdir=$(retry go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		printf 'package wrapper\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler/app"\n)\n' >"$w/tools.go"
+		local args=(-require="k8s.io/kubernetes@$KUBE_VERSION") m
+		for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$kdir/go.mod"); do
+			args+=(-replace="$m=$m@$STAGING_VERSION")
+		done
+		(cd "$w" && go mod edit "${args[@]}" && retry go mod tidy >&2)
+		local pkg=k8s.io/component-base/version c
+		for c in kube-controller-manager kube-scheduler; do
+			[ -x "$out/$c" ] && continue
+			build "$c $KUBE_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=35' -o '$out/$c.tmp' k8s.io/kubernetes/cmd/$c"
+			mv "$out/$c.tmp" "$out/$c"
+		done
+		rm -rf "$w"
+	fi
+	if [ ! -x "$out/kwok" ]; then
+		local tmp
+		tmp=$(mktemp -d)
+		build "kwok $KWOK_VERSION" env GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+		mv "$tmp/kwok" "$out/kwok"
+		rm -rf "$tmp"
+	fi
+	if [ ! -x "$out/flagger" ]; then
+		local tmp
+		tmp=$(mktemp -d)
+		build "flagger $FLAGGER_VERSION" env GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "github.com/fluxcd/flagger/cmd/flagger@$FLAGGER_VERSION"
+		mv "$tmp/flagger" "$out/flagger"
+		rm -rf "$tmp"
+	fi
+	# kwok's default stages and Flagger's grant are read from their modules.
+	(cd "${TMPDIR:-/tmp}" && GOWORK=off retry go mod download "sigs.k8s.io/kwok@$KWOK_VERSION" "github.com/fluxcd/flagger@$FLAGGER_VERSION") >&2
+	echo "$out"
+}
+
 vault() {
 	local out="$CACHE/vault-$VAULT_VERSION/vault"
 	if [ -x "$out" ]; then echo "$out"; return; fi
@@ -151,6 +199,10 @@ missing() {
 	[ -x "$CACHE/envtest-etcd-$ETCD_VERSION-kube-$KUBE_VERSION/kube-apiserver" ] || { plan+=("kube-apiserver $KUBE_VERSION (about 10 min)"); minutes=$((minutes + 10)); }
 	[ -x "$CACHE/vault-$VAULT_VERSION/vault" ] || { plan+=("vault $VAULT_VERSION (about 19 min)"); minutes=$((minutes + 19)); }
 	[ -x "$CACHE/minio-$MINIO_VERSION/minio" ] || { plan+=("minio (about 4 min)"); minutes=$((minutes + 4)); }
+	local dir="$CACHE/envtest-etcd-$ETCD_VERSION-kube-$KUBE_VERSION"
+	{ [ -x "$dir/kube-controller-manager" ] && [ -x "$dir/kube-scheduler" ]; } || { plan+=("kube-controller-manager and kube-scheduler $KUBE_VERSION (about 3 min after kube-apiserver)"); minutes=$((minutes + 3)); }
+	[ -x "$dir/kwok" ] || { plan+=("kwok $KWOK_VERSION (about 3 min)"); minutes=$((minutes + 3)); }
+	[ -x "$dir/flagger" ] || { plan+=("flagger $FLAGGER_VERSION (about 4 min)"); minutes=$((minutes + 4)); }
 	[ "${#plan[@]}" -gt 0 ] || return 0
 	say "cold setup: nothing cached in $CACHE for:"
 	local p
@@ -159,6 +211,6 @@ missing() {
 }
 
 case "${1:-}" in
-envtest | vault | minio | lint | crds | missing) "$1" ;;
-*) echo "usage: $0 envtest|vault|minio|lint|crds|missing" >&2; exit 2 ;;
+envtest | cluster | vault | minio | lint | crds | missing) "$1" ;;
+*) echo "usage: $0 envtest|cluster|vault|minio|lint|crds|missing" >&2; exit 2 ;;
 esac

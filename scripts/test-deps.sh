@@ -35,6 +35,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 scripts/test-binaries.sh missing
-for what in crds envtest vault minio; do
+for what in crds envtest cluster vault minio; do
 	scripts/test-binaries.sh "$what" >/dev/null
 done

@@ -24,6 +24,10 @@ var shared struct {
 // Use it as the package's TestMain: func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }.
 func Main(m *testing.M) int {
 	code := m.Run()
+	if sharedCluster.c != nil {
+		sharedCluster.c.stop()
+		shared.cp = nil // stopped with the cluster it is part of
+	}
 	if shared.cp != nil {
 		if err := shared.cp.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stop the shared control plane:", err)

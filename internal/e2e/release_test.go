@@ -1,0 +1,122 @@
+package e2e_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+)
+
+// The two releases every scenario starts from: the first, which Flagger
+// initializes, and a second with new images and a migration proven against
+// the first.
+var (
+	first  = release{revision: revisions[0], images: map[string]string{"auth-api": "auth-api:1", "auth-ui": "auth-ui:1"}}
+	second = release{revision: revisions[1], testedAgainst: revisions[0], images: map[string]string{"auth-api": "auth-api:2", "auth-ui": "auth-ui:2"}}
+)
+
+// initialized applies the first release and waits until Flagger has
+// initialized both Canaries and the gate's round recorded it as serving.
+func (e *estate) initialized() {
+	e.t.Helper()
+	e.apply(first.core(e.ns))
+	e.apply(first.canaries(e.ns))
+	for _, p := range []string{"auth-api", "auth-ui"} {
+		e.phase(p, flaggerv1.CanaryPhaseInitialized, 2*time.Minute)
+	}
+	e.serving(first.revision, time.Minute)
+}
+
+// TestAReleaseThroughTheRealFlagger walks the second release of the auth
+// Application as Flux applies it and the real Flagger drives it:
+//   - Flux's order: the Deployments land a Flagger tick before the Canaries,
+//     and Flagger asks may-start at the revision that serves; the gate holds;
+//   - may-start holds both Canaries at Waiting until the migration Job, which
+//     the gate's round starts under proof, completes;
+//   - the barrier: auth-api passes first and waits, unpromoted, until
+//     auth-ui's new copy stops failing and passes too;
+//   - both promoted, their primaries run the new images, and the record says
+//     the new revision serves. No pod of the new templates started before the
+//     migration completed.
+func TestAReleaseThroughTheRealFlagger(t *testing.T) {
+	e := newEstate(t)
+	e.initialized()
+
+	// Flux applies the Deployments and the suspended Jobs first.
+	e.members["auth-ui"].failing.Store(true)
+	e.apply(second.core(e.ns))
+	e.waitFor("Flagger to ask may-start at the serving revision and be held", time.Minute, func() (bool, string) {
+		for _, a := range e.answers("may-start", "auth-api") {
+			if a.revision == first.revision && a.outcome == "not yet" && strings.Contains(a.reason, "waiting for the render") {
+				return true, a.reason
+			}
+		}
+		return false, fmt.Sprintf("%v", e.answers("may-start", "auth-api"))
+	})
+	if pods := e.podsRunning("auth-api:2"); len(pods) > 0 {
+		t.Fatalf("a pod of the new template started while its Canary carried the serving revision: %s", pods[0].Name)
+	}
+	e.apply(second.canaries(e.ns))
+
+	// may-start waits for the migration the round starts under proof.
+	up := "auth-migration-" + tag(second.revision)
+	sawWaiting := false
+	e.waitFor("the migration Job to complete", 2*time.Minute, func() (bool, string) {
+		j := e.job(up)
+		if j.Status.CompletionTime != nil {
+			return true, ""
+		}
+		for _, p := range []string{"auth-api", "auth-ui"} {
+			switch phase := e.canary(p).Status.Phase; phase {
+			case flaggerv1.CanaryPhaseWaiting:
+				sawWaiting = true
+			case flaggerv1.CanaryPhaseProgressing, flaggerv1.CanaryPhaseWaitingPromotion, flaggerv1.CanaryPhasePromoting:
+				t.Fatalf("%s is %s before the migration completed", p, phase)
+			}
+		}
+		return false, fmt.Sprintf("suspend %v, active %d, succeeded %d", *j.Spec.Suspend, j.Status.Active, j.Status.Succeeded)
+	})
+	if !sawWaiting {
+		t.Log("the migration completed before a Canary was seen Waiting")
+	}
+
+	// The barrier: auth-api passes and waits while auth-ui still fails.
+	e.phase("auth-api", flaggerv1.CanaryPhaseWaitingPromotion, 2*time.Minute)
+	held := time.Now()
+	e.waitFor("a Flagger tick with auth-api held at the barrier", time.Minute, func() (bool, string) {
+		for _, a := range e.answers("may-promote", "auth-api") {
+			if a.revision == second.revision && a.outcome == "not yet" && time.Since(held) > 11*time.Second {
+				return true, a.reason
+			}
+		}
+		return false, "no refused may-promote yet"
+	})
+	if c := e.canary("auth-api"); c.Status.Phase != flaggerv1.CanaryPhaseWaitingPromotion {
+		t.Fatalf("auth-api went %s while auth-ui had not passed", c.Status.Phase)
+	}
+	if img := e.deployment("auth-api-primary").Spec.Template.Spec.Containers[0].Image; img != "auth-api:1" {
+		t.Fatalf("auth-api's primary runs %s before the barrier opened", img)
+	}
+	e.members["auth-ui"].failing.Store(false)
+	for _, p := range []string{"auth-api", "auth-ui"} {
+		e.phase(p, flaggerv1.CanaryPhaseSucceeded, 3*time.Minute)
+	}
+	for p, img := range second.images {
+		if got := e.deployment(p + "-primary").Spec.Template.Spec.Containers[0].Image; got != img {
+			t.Errorf("%s's primary runs %s, want %s", p, got, img)
+		}
+	}
+	e.serving(second.revision, time.Minute)
+
+	// No pod of the new templates started before the migration completed.
+	done := e.job(up).Status.CompletionTime.Time
+	for _, img := range []string{"auth-api:2", "auth-ui:2"} {
+		for _, p := range e.podsRunning(img) {
+			if p.CreationTimestamp.Time.Before(done) {
+				t.Errorf("pod %s of %s was created at %s, before the migration completed at %s", p.Name, img, p.CreationTimestamp, done)
+			}
+		}
+	}
+}
