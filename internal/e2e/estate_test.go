@@ -310,3 +310,23 @@ func (e *estate) podsRunning(image string) []corev1.Pod {
 	}
 	return out
 }
+
+// restart makes the first pod running image report restarts, as a kubelet
+// would for a container that keeps crashing; kwok leaves the count alone.
+func (e *estate) restart(image string, restarts int32) {
+	e.t.Helper()
+	var pod corev1.Pod
+	e.waitFor("a pod running "+image, time.Minute, func() (bool, string) {
+		for _, p := range e.podsRunning(image) {
+			if len(p.Status.ContainerStatuses) > 0 && p.DeletionTimestamp == nil {
+				pod = p
+				return true, ""
+			}
+		}
+		return false, "none with a container status"
+	})
+	pod.Status.ContainerStatuses[0].RestartCount = restarts
+	if _, err := e.c.Kube.CoreV1().Pods(e.ns).UpdateStatus(context.Background(), &pod, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatalf("restart pod %s: %v", pod.Name, err)
+	}
+}

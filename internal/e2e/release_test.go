@@ -15,6 +15,7 @@ import (
 var (
 	first  = release{revision: revisions[0], images: map[string]string{"auth-api": "auth-api:1", "auth-ui": "auth-ui:1"}}
 	second = release{revision: revisions[1], testedAgainst: revisions[0], images: map[string]string{"auth-api": "auth-api:2", "auth-ui": "auth-ui:2"}}
+	third  = release{revision: revisions[2], testedAgainst: revisions[1], images: map[string]string{"auth-api": "auth-api:3", "auth-ui": "auth-ui:3"}}
 )
 
 // initialized applies the first release and waits until Flagger has
@@ -118,5 +119,36 @@ func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 				t.Errorf("pod %s of %s was created at %s, before the migration completed at %s", p.Name, img, p.CreationTimestamp, done)
 			}
 		}
+	}
+
+	// The third release: a pod of auth-api's new copy restarts three times.
+	// /rollback says yes and Flagger fails the Canary on that tick.
+	e.apply(third.core(e.ns))
+	e.apply(third.canaries(e.ns))
+	e.phase("auth-api", flaggerv1.CanaryPhaseProgressing, 3*time.Minute)
+	e.restart("auth-api:3", 3)
+	e.phase("auth-api", flaggerv1.CanaryPhaseFailed, time.Minute)
+	if !e.said("rollback", "auth-api", third.revision, "yes", "restarted 3 times") {
+		t.Errorf("auth-api failed but not on the gate's rollback: %v", e.answers("rollback", "auth-api"))
+	}
+	if got := e.deployment("auth-api-primary").Spec.Template.Spec.Containers[0].Image; got != "auth-api:2" {
+		t.Errorf("auth-api's primary runs %s after the failed release, want auth-api:2", got)
+	}
+
+	// A render whose Canaries name another Application: Flagger asks about
+	// that Application, whose inputs are not there, so the gate cannot
+	// answer (503) and nothing of the render starts.
+	fourth := release{revision: revisions[0], images: map[string]string{"auth-api": "auth-api:2", "auth-ui": "auth-ui:4"}}
+	e.apply(fourth.core(e.ns))
+	e.apply(strings.ReplaceAll(fourth.canaries(e.ns), "application: auth,", "application: billing,"))
+	e.waitFor("the gate to refuse a Canary of another Application", time.Minute, func() (bool, string) {
+		return e.said("may-start", "auth-ui", fourth.revision, "cannot answer", "billing-release-gate: not found"),
+			fmt.Sprintf("%v", e.answers("may-start", "auth-ui"))
+	})
+	if got := e.deployment("auth-ui-primary").Spec.Template.Spec.Containers[0].Image; got != "auth-ui:2" {
+		t.Errorf("auth-ui's primary runs %s for a Canary of another Application, want auth-ui:2", got)
+	}
+	if pods := e.podsRunning("auth-ui:4"); len(pods) > 0 {
+		t.Errorf("a pod of a Canary of another Application started: %s", pods[0].Name)
 	}
 }
