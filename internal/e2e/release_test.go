@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,10 +71,9 @@ func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 			return true, ""
 		}
 		for _, p := range []string{"auth-api", "auth-ui"} {
-			switch phase := e.canary(p).Status.Phase; phase {
-			case flaggerv1.CanaryPhaseWaiting:
-				sawWaiting = true
-			case flaggerv1.CanaryPhaseProgressing, flaggerv1.CanaryPhaseWaitingPromotion, flaggerv1.CanaryPhasePromoting:
+			phase := e.canary(p).Status.Phase
+			sawWaiting = sawWaiting || phase == flaggerv1.CanaryPhaseWaiting
+			if slices.Contains([]flaggerv1.CanaryPhase{flaggerv1.CanaryPhaseProgressing, flaggerv1.CanaryPhaseWaitingPromotion, flaggerv1.CanaryPhasePromoting}, phase) {
 				t.Fatalf("%s is %s before the migration completed", p, phase)
 			}
 		}
