@@ -200,9 +200,9 @@ missing() {
 	[ -x "$CACHE/vault-$VAULT_VERSION/vault" ] || { plan+=("vault $VAULT_VERSION (about 19 min)"); minutes=$((minutes + 19)); }
 	[ -x "$CACHE/minio-$MINIO_VERSION/minio" ] || { plan+=("minio (about 4 min)"); minutes=$((minutes + 4)); }
 	local dir="$CACHE/envtest-etcd-$ETCD_VERSION-kube-$KUBE_VERSION"
-	{ [ -x "$dir/kube-controller-manager" ] && [ -x "$dir/kube-scheduler" ]; } || { plan+=("kube-controller-manager and kube-scheduler $KUBE_VERSION (about 3 min after kube-apiserver)"); minutes=$((minutes + 3)); }
-	[ -x "$dir/kwok" ] || { plan+=("kwok $KWOK_VERSION (about 3 min)"); minutes=$((minutes + 3)); }
-	[ -x "$dir/flagger" ] || { plan+=("flagger $FLAGGER_VERSION (about 4 min)"); minutes=$((minutes + 4)); }
+	{ [ -x "$dir/kube-controller-manager" ] && [ -x "$dir/kube-scheduler" ]; } || { plan+=("kube-controller-manager and kube-scheduler $KUBE_VERSION (about 3 min once kube-apiserver built)"); minutes=$((minutes + 3)); }
+	[ -x "$dir/kwok" ] || { plan+=("kwok $KWOK_VERSION (about 2 min)"); minutes=$((minutes + 2)); }
+	[ -x "$dir/flagger" ] || { plan+=("flagger $FLAGGER_VERSION (about 3 min)"); minutes=$((minutes + 3)); }
 	[ "${#plan[@]}" -gt 0 ] || return 0
 	say "cold setup: nothing cached in $CACHE for:"
 	local p

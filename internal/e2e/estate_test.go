@@ -98,6 +98,11 @@ func newEstate(t *testing.T) *estate {
 	t.Helper()
 	c := testenv.SharedCluster(t, testenv.ClusterOptions{Hosts: map[string]string{gateHost: gateAddress}})
 	e := &estate{t: t, c: c, ns: c.Namespace(t), members: map[string]*member{}}
+	// The namespace controller runs here: deleting the namespace stops
+	// Flagger and the next test's gate from working on this test's release.
+	t.Cleanup(func() {
+		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
+	})
 	for i, p := range []string{"auth-api", "auth-ui"} {
 		m := &member{process: p, addr: fmt.Sprintf("127.0.30.%d:8080", i+1)}
 		ln, err := net.Listen("tcp", m.addr)

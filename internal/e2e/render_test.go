@@ -22,7 +22,7 @@ func (r release) core(ns string) string {
 	if r.testedAgainst != "" {
 		tested = fmt.Sprintf(`,"testedAgainst":%q`, r.testedAgainst)
 	}
-	inputs := `{"analysis":{"interval":"10s","iterations":2,"threshold":6},"deadline":"600s",` +
+	inputs := `{"analysis":{"interval":"10s","iterations":2,"threshold":8},"deadline":"600s",` +
 		`"endpoint":"http://release-gate.delivery-system.svc.cluster.local:8080",` +
 		`"members":[{"checks":["error-rate","latency"],"process":"auth-api","readiness":{"path":"/ready","port":8080}},` +
 		`{"process":"auth-ui","readiness":{"path":"/ready","port":8080}}],` +
@@ -119,7 +119,7 @@ spec:
   analysis:
     interval: 10s
     iterations: 2
-    threshold: 6
+    threshold: 8
     webhooks:
 `, m.process, ns)
 		for _, h := range []struct{ name, typ string }{{"may-start", "confirm-rollout"}, {"checks", "rollout"}, {"may-promote", "confirm-promotion"}, {"rollback", "rollback"}} {

@@ -128,7 +128,7 @@ func (g *Gate) Routes(mux *http.ServeMux) {
 	// entered this one; the other three are asked only while it is analysed
 	// or waits at the barrier.
 	mux.HandleFunc("POST /may-start", g.handle(WebhookMayStart, routeOptions{configMaps: true}, g.mayStart))
-	mux.HandleFunc("POST /checks", g.handle(WebhookChecks, routeOptions{noted: true}, g.checks))
+	mux.HandleFunc("POST /checks", g.handle(WebhookChecks, routeOptions{noted: true, configMaps: true}, g.checks))
 	mux.HandleFunc("POST /may-promote", g.handle(WebhookMayPromote, routeOptions{noted: true, configMaps: true}, g.mayPromote))
 	mux.HandleFunc("POST /rollback", g.handle(WebhookRollback, routeOptions{noted: true}, g.rollback))
 }
@@ -312,28 +312,57 @@ func (g *Gate) cannot(ctx context.Context, w http.ResponseWriter, log *slog.Logg
 // namespace's Deployments and the gate's record of what serves: a yes starts
 // the member's current template, so the answer must know whose it is.
 func (g *Gate) mayStart(ctx context.Context, q Question) func(asked) (Answer, error) {
-	sel := labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application, LabelManagedBy: ManagedBy})
-	jobs := async(func() ([]Job, error) { return g.cluster.Jobs(ctx, q.Namespace, sel) })
 	deployments := g.readDeployments(ctx, q)
-	serving := async(func() (string, error) { return g.servingRevision(ctx, q) })
+	steps := g.readSteps(ctx, q)
 	return func(a asked) (Answer, error) {
-		js, err := jobs.get()
-		if err != nil {
-			return Answer{}, fmt.Errorf("list the Jobs of %s/%s: %w", q.Namespace, q.Application, err)
-		}
 		ds, err := deployments.get()
 		if err != nil {
 			return Answer{}, err
 		}
-		r := Render{Canary: a.own, Target: deploymentNamed(ds, q.Process), Primary: deploymentNamed(ds, q.Process+primarySuffix)}
-		if r.Serving, err = serving.get(); err != nil {
-			return Answer{}, err
-		}
-		if r.Target != nil && r.Primary != nil {
-			r.MovedConfigs = MovedConfigs(*r.Target, *r.Primary, ConfigsByName(a.configMaps))
-		}
-		return MayStart(a.q, a.in, js, r), nil
+		return steps.answer(a, ds)
 	}
+}
+
+// stepReads are the reads MayStart's rule needs beside the Deployments: the
+// Application's Jobs and the revision the record says serves.
+type stepReads struct {
+	jobs    *future[[]Job]
+	serving *future[string]
+}
+
+func (g *Gate) readSteps(ctx context.Context, q Question) stepReads {
+	sel := labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application, LabelManagedBy: ManagedBy})
+	return stepReads{
+		jobs: async(func() ([]Job, error) {
+			js, err := g.cluster.Jobs(ctx, q.Namespace, sel)
+			if err != nil {
+				return nil, fmt.Errorf("list the Jobs of %s/%s: %w", q.Namespace, q.Application, err)
+			}
+			return js, nil
+		}),
+		serving: async(func() (string, error) { return g.servingRevision(ctx, q) }),
+	}
+}
+
+// answer is MayStart's: the asking member's Deployment holds the revision's
+// template and every step of the revision completed. /checks and
+// /may-promote are held to it too, since Flagger restarts an analysis
+// without asking confirm-rollout when a template changes under it: a newer
+// render landing mid-analysis must neither pass nor be promoted before its
+// own steps ran.
+func (s stepReads) answer(a asked, ds []Deployment) (Answer, error) {
+	js, err := s.jobs.get()
+	if err != nil {
+		return Answer{}, err
+	}
+	r := Render{Canary: a.own, Target: deploymentNamed(ds, a.q.Process), Primary: deploymentNamed(ds, a.q.Process+primarySuffix)}
+	if r.Serving, err = s.serving.get(); err != nil {
+		return Answer{}, err
+	}
+	if r.Target != nil && r.Primary != nil {
+		r.MovedConfigs = MovedConfigs(*r.Target, *r.Primary, ConfigsByName(a.configMaps))
+	}
+	return MayStart(a.q, a.in, js, r), nil
 }
 
 // servingRevision is the revision the gate's record of q's Application says
@@ -446,7 +475,15 @@ func requires(sel labels.Selector, set labels.Set) bool {
 
 func (g *Gate) checks(ctx context.Context, q Question) func(asked) (Answer, error) {
 	reads := g.readCopies(ctx, q, byInstance(q))
+	steps := g.readSteps(ctx, q)
 	return func(a asked) (Answer, error) {
+		ds, err := reads.deployments.get()
+		if err != nil {
+			return Answer{}, err
+		}
+		if started, err := steps.answer(a, ds); err != nil || started.Outcome != Yes {
+			return started, err
+		}
 		pods, err := g.newCopyPods(ctx, q, reads)
 		if err != nil {
 			return Answer{}, err
@@ -491,7 +528,15 @@ func deploymentNamed(ds []Deployment, name string) *Deployment {
 // when not needed costs less than waiting for them when they are.
 func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, error) {
 	deployments := g.readDeployments(ctx, q)
+	steps := g.readSteps(ctx, q)
 	return func(a asked) (Answer, error) {
+		ds, err := deployments.get()
+		if err != nil {
+			return Answer{}, err
+		}
+		if started, err := steps.answer(a, ds); err != nil || started.Outcome != Yes {
+			return started, err
+		}
 		members := g.members(a)
 		configs := ConfigsByName(a.configMaps)
 		for i, m := range members {

@@ -137,6 +137,18 @@ func TestWebhooks(t *testing.T) {
 				m.pods[0].ready = false
 			},
 			path: "/checks", status: http.StatusConflict, reason: "pod auth-api-0 not ready (1 of 2 ready)"},
+		{name: "checks: a step of the revision that has not completed holds, as a newer render restarting an analysis would",
+			prepare: func(a *app) { a.migration = true; a.jobs = []job{migrationJob(false, false)} },
+			path:    "/checks", status: http.StatusConflict, reason: "waiting for job auth-migration-" + tag + " not complete"},
+		{name: "checks: a template marked with another revision holds",
+			prepare: func(a *app) { a.member("auth-api").templateRevision = prevRev },
+			path:    "/checks", status: http.StatusConflict, reason: "waiting for the render"},
+		{name: "may-promote: a step of the revision that has not completed holds, whatever the barrier",
+			prepare: func(a *app) { a.migration = true; a.jobs = []job{migrationJob(false, false)} },
+			path:    "/may-promote", status: http.StatusConflict, reason: "waiting for job auth-migration-" + tag + " not complete"},
+		{name: "may-promote: a template marked with another revision holds",
+			prepare: func(a *app) { a.member("auth-api").templateRevision = prevRev },
+			path:    "/may-promote", status: http.StatusConflict, reason: "waiting for the render"},
 		{name: "checks: the only pod of the new copy being deleted is no pod",
 			prepare: func(a *app) { m := a.member("auth-api"); m.pods, m.deleting = m.pods[:1], []int{0} },
 			path:    "/checks", status: http.StatusConflict, reason: "new copy auth-api has no pod"},
@@ -498,7 +510,7 @@ func TestReadsItCannotMake(t *testing.T) {
 		paths   []string
 		cause   string
 	}{
-		{"jobs", []string{"/may-start"}, "list the Jobs of " + ns + "/auth"},
+		{"jobs", []string{"/may-start", "/checks", "/may-promote"}, "list the Jobs of " + ns + "/auth"},
 		{"deployments", []string{"/may-start", "/checks", "/may-promote", "/rollback"}, "list the Deployments of " + ns},
 		{"canaries", []string{"/may-start", "/checks", "/may-promote", "/rollback"}, "list the Canaries of " + ns},
 		{"configmaps", []string{"/may-start"}, "read the inputs " + ns + "/auth-release-gate"},
@@ -589,8 +601,8 @@ func TestOneReadPerKind(t *testing.T) {
 		reads  []string
 	}{
 		{"/may-start", http.StatusOK, []string{"configmaps", "canaries", "jobs", "deployments"}},
-		{"/checks", http.StatusOK, []string{"configmaps", "canaries", "deployments", "pods"}},
-		{"/may-promote", http.StatusOK, []string{"configmaps", "canaries", "deployments"}},
+		{"/checks", http.StatusOK, []string{"configmaps", "canaries", "jobs", "deployments", "pods"}},
+		{"/may-promote", http.StatusOK, []string{"configmaps", "canaries", "jobs", "deployments"}},
 		{"/rollback", http.StatusConflict, []string{"configmaps", "canaries", "deployments", "pods"}},
 	} {
 		counter.Reset()
@@ -606,10 +618,11 @@ func TestOneReadPerKind(t *testing.T) {
 				t.Errorf("%s read %s %d times, want %d: %v", c.path, kind, got, want, counter.Requests())
 			}
 		}
-		// /may-start reads the gate's record too, in the gate's namespace.
-		record := 0
-		if c.path == "/may-start" {
-			record = 1
+		// Every answer but /rollback reads the gate's record too, in the
+		// gate's namespace.
+		record := 1
+		if c.path == "/rollback" {
+			record = 0
 		}
 		if got := counter.Matching("/namespaces/" + gateNS + "/configmaps/"); got != record {
 			t.Errorf("%s read the record %d times, want %d: %v", c.path, got, record, counter.Requests())

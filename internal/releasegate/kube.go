@@ -244,22 +244,29 @@ func deploymentOf(d *appsv1.Deployment) (Deployment, error) {
 }
 
 // writtenAt is the latest time a writer changed the object while owning a
-// field under path, read from the object's managed fields: the API server
-// stamps a writer's entry each time its write changes the object, and keeps
-// the stamp when a write changes nothing. Writes through a subresource
-// (status, scale) are not the spec's. Zero when no entry says.
+// field at or under path, read from the object's managed fields: the API
+// server stamps a writer's entry each time its write changes the object, and
+// keeps the stamp when a write changes nothing. Writes through a subresource
+// (status, scale) are not the spec's; an entry that owns only a parent of
+// path (its "." marker) owns nothing under it. Zero, which holds, when no
+// entry says, or when an entry of the object itself has no time or does not
+// read: then the latest write cannot be told.
 func writtenAt(entries []metav1.ManagedFieldsEntry, path ...any) time.Time {
-	under := fieldpath.MakePrefixMatcherOrDie(path...)
+	under := fieldpath.MakePathOrDie(path...)
 	var latest time.Time
 	for _, e := range entries {
-		if e.Subresource != "" || e.Time == nil || e.FieldsV1 == nil {
+		if e.Subresource != "" {
 			continue
 		}
 		var owned fieldpath.Set
-		if err := owned.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
-			continue // an entry that does not read says nothing
+		if e.Time == nil || e.FieldsV1 == nil || owned.FromJSON(bytes.NewReader(e.FieldsV1.Raw)) != nil {
+			return time.Time{}
 		}
-		if !owned.FilterIncludeMatches(under).Empty() && e.Time.After(latest) {
+		owns := false
+		owned.Iterate(func(p fieldpath.Path) {
+			owns = owns || (len(p) >= len(under) && p[:len(under)].Equals(under))
+		})
+		if owns && e.Time.After(latest) {
 			latest = e.Time.Time
 		}
 	}

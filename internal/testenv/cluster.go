@@ -91,6 +91,7 @@ func SharedCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		sharedCluster.c, sharedCluster.err = startCluster(ctx, dir, opts)
 		if sharedCluster.err != nil && sharedCluster.c != nil {
 			sharedCluster.c.stop()
+			sharedCluster.c = nil
 		}
 	})
 	if sharedCluster.err != nil {
@@ -166,7 +167,7 @@ func (c *Cluster) start(ctx context.Context, bins map[string]string, opts Cluste
 	); err != nil {
 		return err
 	}
-	stages, err := kwokStages(ctx)
+	stages, err := kwokStages(ctx, c.dir)
 	if err != nil {
 		return err
 	}
@@ -330,8 +331,8 @@ status:
 // kwokStages joins kwok's own default stages (nodes kept Ready with a lease,
 // pods made Ready, Job pods completed, deleted pods removed) into one config
 // file: kwok run without its cluster tool has none.
-func kwokStages(ctx context.Context) (string, error) {
-	dir, err := moduleDir(ctx, "sigs.k8s.io/kwok@"+KwokVersion)
+func kwokStages(ctx context.Context, dir string) (string, error) {
+	module, err := moduleDir(ctx, "sigs.k8s.io/kwok@"+KwokVersion)
 	if err != nil {
 		return "", err
 	}
@@ -343,13 +344,13 @@ func kwokStages(ctx context.Context) (string, error) {
 		"kustomize/stage/pod/fast/pod-complete.yaml",
 		"kustomize/stage/pod/fast/pod-delete.yaml",
 	} {
-		raw, err := os.ReadFile(filepath.Join(dir, f)) //nolint:gosec // a module file
+		raw, err := os.ReadFile(filepath.Join(module, f)) //nolint:gosec // a module file
 		if err != nil {
 			return "", fmt.Errorf("read kwok's stage %s: %w", f, err)
 		}
 		docs = append(docs, strings.TrimSpace(string(raw)))
 	}
-	out := filepath.Join(os.TempDir(), "kwok-stages-"+KwokVersion+".yaml")
+	out := filepath.Join(dir, "kwok-stages.yaml")
 	if err := os.WriteFile(out, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o600); err != nil {
 		return "", err
 	}

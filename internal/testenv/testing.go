@@ -26,7 +26,6 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	if sharedCluster.c != nil {
 		sharedCluster.c.stop()
-		shared.cp = nil // stopped with the cluster it is part of
 	}
 	if shared.cp != nil {
 		if err := shared.cp.Stop(); err != nil {
