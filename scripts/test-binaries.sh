@@ -100,6 +100,18 @@ envtest() {
 	echo "$out"
 }
 
+# installed puts the binary name of package@version into folder by go install,
+# through a folder of its own so a failed build leaves nothing half written.
+installed() {
+	local folder=$1 name=$2 package=$3
+	[ -x "$folder/$name" ] && return 0
+	local tmp
+	tmp=$(mktemp -d)
+	build "$name ${package##*@}" env GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "$package"
+	mv "$tmp/$name" "$folder/$name"
+	rm -rf "$tmp"
+}
+
 # The controllers, kwok and Flagger that make a control plane act: the two
 # controllers from the kube-apiserver's wrapper (so its build cache serves),
 # kwok and Flagger by go install (neither has replace directives). They live
@@ -125,20 +137,8 @@ cluster() {
 		done
 		rm -rf "$w"
 	fi
-	if [ ! -x "$out/kwok" ]; then
-		local tmp
-		tmp=$(mktemp -d)
-		build "kwok $KWOK_VERSION" env GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-		mv "$tmp/kwok" "$out/kwok"
-		rm -rf "$tmp"
-	fi
-	if [ ! -x "$out/flagger" ]; then
-		local tmp
-		tmp=$(mktemp -d)
-		build "flagger $FLAGGER_VERSION" env GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "github.com/fluxcd/flagger/cmd/flagger@$FLAGGER_VERSION"
-		mv "$tmp/flagger" "$out/flagger"
-		rm -rf "$tmp"
-	fi
+	installed "$out" kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+	installed "$out" flagger "github.com/fluxcd/flagger/cmd/flagger@$FLAGGER_VERSION"
 	# kwok's default stages and Flagger's grant are read from their modules.
 	(cd "${TMPDIR:-/tmp}" && GOWORK=off retry go mod download "sigs.k8s.io/kwok@$KWOK_VERSION" "github.com/fluxcd/flagger@$FLAGGER_VERSION") >&2
 	echo "$out"

@@ -19,11 +19,7 @@ const prevTag = "2f4a6c8e0b2d"
 // that serves, whose steps all completed, a yes would start new code on the
 // old schema.
 func TestMayStartWaitsForTheRenderInFluxsOrder(t *testing.T) {
-	cp := testenv.Shared(t)
-	flaggerNS := cp.Namespace(t)
-	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	gate := serve(t, grant(t, cp), flaggerNS)
-	ns := cp.Namespace(t)
+	cp, gate, ns := gateAndNamespace(t)
 
 	a := authApp(ns)
 	a.migration = true
@@ -65,11 +61,7 @@ func TestMayStartWaitsForTheRenderInFluxsOrder(t *testing.T) {
 // its Canary still a Flux apply behind. The template is not the waiting
 // revision's, so its migration completing must not start it.
 func TestMayStartHoldsANewerRenderOverAWaitingRelease(t *testing.T) {
-	cp := testenv.Shared(t)
-	flaggerNS := cp.Namespace(t)
-	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	gate := serve(t, grant(t, cp), flaggerNS)
-	ns := cp.Namespace(t)
+	cp, gate, ns := gateAndNamespace(t)
 
 	a := authApp(ns)
 	a.migration = true
@@ -92,6 +84,17 @@ func TestMayStartHoldsANewerRenderOverAWaitingRelease(t *testing.T) {
 	a.noCanaries, a.jobs = true, nil
 	a.apply(t, cp)
 	wantAnswer(t, gate, ns, rev, http.StatusConflict, "waiting for the render: auth-api's template was written after its Canary carried "+tag)
+}
+
+// gateAndNamespace serves a gate under its grant, answering a Flagger pod
+// of a namespace of its own, and makes the namespace of the test's
+// Application.
+func gateAndNamespace(t *testing.T) (*testenv.ControlPlane, *running, string) {
+	t.Helper()
+	cp := testenv.Shared(t)
+	flaggerNS := cp.Namespace(t)
+	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
+	return cp, serve(t, grant(t, cp), flaggerNS), cp.Namespace(t)
 }
 
 // webhooksWrittenAt is when the API server last recorded a write of process's
