@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
@@ -334,4 +336,49 @@ func (e *estate) restart(image string, restarts int32) {
 	if _, err := e.c.Kube.CoreV1().Pods(e.ns).UpdateStatus(context.Background(), &pod, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatalf("restart pod %s: %v", pod.Name, err)
 	}
+}
+
+// podStarts is when the first pod of each image was created, as a watch of
+// the estate's namespace saw pods added.
+type podStarts struct {
+	mu      sync.Mutex
+	firstAt map[string]time.Time
+}
+
+// watchPods watches the estate's pods until the test ends.
+func (e *estate) watchPods() *podStarts {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := e.c.Kube.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		cancel()
+		e.t.Fatalf("watch the pods: %v", err)
+	}
+	s := &podStarts{firstAt: map[string]time.Time{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			s.mu.Lock()
+			for _, c := range p.Spec.Containers {
+				if at, seen := s.firstAt[c.Image]; !seen || p.CreationTimestamp.Time.Before(at) {
+					s.firstAt[c.Image] = p.CreationTimestamp.Time
+				}
+			}
+			s.mu.Unlock()
+		}
+	}()
+	e.t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	return s
+}
+
+func (s *podStarts) first(image string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.firstAt[image]
+	return at, ok
 }

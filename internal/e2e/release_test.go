@@ -46,6 +46,8 @@ func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 	e := newEstate(t)
 	e.initialized()
 
+	// Every pod created from here on is seen, canary copies included.
+	started := e.watchPods()
 	// Flux applies the Deployments and the suspended Jobs first.
 	e.members["auth-ui"].failing.Store(true)
 	e.apply(second.core(e.ns))
@@ -121,10 +123,11 @@ func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 	// No pod of the new templates started before the migration completed.
 	done := e.job(up).Status.CompletionTime.Time
 	for _, img := range []string{"auth-api:2", "auth-ui:2"} {
-		for _, p := range e.podsRunning(img) {
-			if p.CreationTimestamp.Time.Before(done) {
-				t.Errorf("pod %s of %s was created at %s, before the migration completed at %s", p.Name, img, p.CreationTimestamp, done)
-			}
+		first, ok := started.first(img)
+		if !ok {
+			t.Errorf("no pod of %s was seen created", img)
+		} else if first.Before(done) {
+			t.Errorf("a pod of %s was created at %s, before the migration completed at %s", img, first, done)
 		}
 	}
 

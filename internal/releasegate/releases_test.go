@@ -63,6 +63,13 @@ func TestReleasesAtItsCap(t *testing.T) {
 	if reads := counter.Matching("GET", "canaries"); reads != 1 {
 		t.Fatalf("10 answers within 15 s listed the Canaries %d times, want once: %v", reads, counter.Requests())
 	}
+	mu.Lock()
+	clock = clock.Add(releasegate.ReleasesMaxAge)
+	mu.Unlock()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/releases", nil))
+	if reads := counter.Matching("GET", "canaries"); reads != 2 {
+		t.Fatalf("an answer 15 s later listed the Canaries %d times in all, want a second read", reads)
+	}
 }
 
 // seedInputs creates n gated Applications' inputs, app-0000 to app-<n-1>,
