@@ -399,13 +399,9 @@ func requires(sel labels.Selector, set labels.Set) bool {
 
 func (g *Gate) checks(ctx context.Context, q Question) func(asked) (Answer, error) {
 	reads := g.readCopies(ctx, q, byInstance(q))
-	steps := g.readSteps(ctx, q)
+	steps := g.readSteps(ctx, q, reads.deployments)
 	return func(a asked) (Answer, error) {
-		ds, err := reads.deployments.get()
-		if err != nil {
-			return Answer{}, err
-		}
-		if started, err := steps.answer(a, ds); err != nil || started.Outcome != Yes {
+		if started, err := steps.answer(a); err != nil || started.Outcome != Yes {
 			return started, err
 		}
 		pods, err := g.newCopyPods(ctx, q, reads)
@@ -447,18 +443,14 @@ func deploymentNamed(ds []Deployment, name string) *Deployment {
 	return nil
 }
 
-// mayPromote lists the Deployments beside the common reads, though only a
-// member that may have not changed needs its copies compared: reading them
-// when not needed costs less than waiting for them when they are.
+// mayPromote lists the Deployments beside the common reads: the asking
+// member's template is held to may-start's rule, and a member that may not
+// have changed has its copies compared.
 func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, error) {
 	deployments := g.readDeployments(ctx, q)
-	steps := g.readSteps(ctx, q)
+	steps := g.readSteps(ctx, q, deployments)
 	return func(a asked) (Answer, error) {
-		ds, err := deployments.get()
-		if err != nil {
-			return Answer{}, err
-		}
-		if started, err := steps.answer(a, ds); err != nil || started.Outcome != Yes {
+		if started, err := steps.answer(a); err != nil || started.Outcome != Yes {
 			return started, err
 		}
 		members := g.members(a)

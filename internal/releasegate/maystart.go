@@ -12,27 +12,23 @@ import (
 // namespace's Deployments and the gate's record of what serves: a yes starts
 // the member's current template, so the answer must know whose it is.
 func (g *Gate) mayStart(ctx context.Context, q Question) func(asked) (Answer, error) {
-	deployments := g.readDeployments(ctx, q)
-	steps := g.readSteps(ctx, q)
-	return func(a asked) (Answer, error) {
-		ds, err := deployments.get()
-		if err != nil {
-			return Answer{}, err
-		}
-		return steps.answer(a, ds)
-	}
+	steps := g.readSteps(ctx, q, g.readDeployments(ctx, q))
+	return func(a asked) (Answer, error) { return steps.answer(a) }
 }
 
-// stepReads are the reads MayStart's rule needs beside the Deployments: the
-// Application's Jobs and the revision the record says serves.
+// stepReads are the reads MayStart's rule needs: the namespace's
+// Deployments (the answer's one list of them, shared with the webhook's own
+// decision), the Application's Jobs and the revision the record says serves.
 type stepReads struct {
-	jobs    *future[[]Job]
-	serving *future[string]
+	deployments *future[[]Deployment]
+	jobs        *future[[]Job]
+	serving     *future[string]
 }
 
-func (g *Gate) readSteps(ctx context.Context, q Question) stepReads {
+func (g *Gate) readSteps(ctx context.Context, q Question, deployments *future[[]Deployment]) stepReads {
 	sel := labels.SelectorFromSet(labels.Set{LabelPartOf: q.Application, LabelManagedBy: ManagedBy})
 	return stepReads{
+		deployments: deployments,
 		jobs: async(func() ([]Job, error) {
 			js, err := g.cluster.Jobs(ctx, q.Namespace, sel)
 			if err != nil {
@@ -50,7 +46,11 @@ func (g *Gate) readSteps(ctx context.Context, q Question) stepReads {
 // without asking confirm-rollout when a template changes under it: a newer
 // render landing mid-analysis must neither pass nor be promoted before its
 // own steps ran.
-func (s stepReads) answer(a asked, ds []Deployment) (Answer, error) {
+func (s stepReads) answer(a asked) (Answer, error) {
+	ds, err := s.deployments.get()
+	if err != nil {
+		return Answer{}, err
+	}
 	js, err := s.jobs.get()
 	if err != nil {
 		return Answer{}, err
