@@ -13,7 +13,7 @@ import (
 // the member's current template, so the answer must know whose it is.
 func (g *Gate) mayStart(ctx context.Context, q Question) func(asked) (Answer, error) {
 	steps := g.readSteps(ctx, q, g.readDeployments(ctx, q))
-	return func(a asked) (Answer, error) { return steps.answer(a) }
+	return steps.answer
 }
 
 // stepReads are the reads MayStart's rule needs: the namespace's
