@@ -1,0 +1,5 @@
+// Package releasegate answers Flagger's webhooks for every gated Application
+// from the live cluster: may a member's new copy start, does it pass an
+// analysis iteration, may it be promoted (the barrier), and must it be rolled
+// back. It reads what it needs when it is asked, and fails closed.
+package releasegate
