@@ -175,7 +175,7 @@ func TestAnAddressInUseStopsTheBinary(t *testing.T) {
 	}
 }
 
-// variables are the variables the README's table names for the Collector.
+// variables are the variables the table in docs/collector.md names for the Collector.
 var variables = []string{"CLUSTER_NAME", "ESTATE_REPOSITORY", "ESTATE_PATH", "ESTATE_BRANCH", "GITHUB_APP_ID",
 	"GITHUB_APP_INSTALLATION_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_FILE", "GITHUB_API_URL", "INTERVAL", "ADDR", "KUBECONFIG"}
 

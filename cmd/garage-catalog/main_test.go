@@ -168,7 +168,7 @@ func TestRunFailsWhenGarageRefuses(t *testing.T) {
 	}
 }
 
-// variables are the variables the README's table names for the job.
+// variables are the variables the table in docs/garage-catalog.md names for the job.
 var variables = []string{"CATALOG_FILE", "VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "TOKEN_FILE"}
 
 func TestCommandLine(t *testing.T) {

@@ -34,7 +34,7 @@ const (
 // fixture is the platform as the job meets it: a real PostgreSQL, a real
 // Vault whose database secrets engine issues logins on it and whose
 // Kubernetes auth reviews the job's token with the real API server, and the
-// job's login role holding exactly the policy the README documents. The job
+// job's login role holding exactly the policy docs/postgres-catalog.md documents. The job
 // reaches Vault through a proxy that counts every request.
 type fixture struct {
 	pg     *testenv.Postgres
@@ -291,7 +291,7 @@ func (l *requestLog) writes() []string {
 	return out
 }
 
-// variables are the variables the README's table names for the job.
+// variables are the variables the table in docs/postgres-catalog.md names for the job.
 var variables = []string{"CATALOG_FILE", "VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "TOKEN_FILE", "PGSSLROOTCERT"}
 
 func TestCommandLine(t *testing.T) {

@@ -238,7 +238,7 @@ func TestRunExitsWhenServingFails(t *testing.T) {
 	}
 }
 
-// variables are the variables the README's table names for the gate.
+// variables are the variables the table in docs/release-gate.md names for the gate.
 var variables = []string{"ADDR", "KUBECONFIG", "FLAGGER_NAMESPACE", "FLAGGER_SELECTOR", "FLAGGER_SERVICE_ACCOUNT", "GATE_NAMESPACE",
 	"OWN_TRAFFIC_ERROR_RATE", "OWN_TRAFFIC_LATENCY", "METRICS_SCRAPER_NAMESPACE", "METRICS_SCRAPER_SELECTOR", "METRICS_SCRAPER_SERVICE_ACCOUNT"}
 

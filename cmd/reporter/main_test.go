@@ -229,7 +229,7 @@ func TestAnAddressInUseStopsIt(t *testing.T) {
 	}
 }
 
-// variables are the variables the README's table names for the Reporter.
+// variables are the variables the table in docs/reporter.md names for the Reporter.
 var variables = []string{"GITHUB_APP_ID", "GITHUB_APP_INSTALLATION_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_FILE",
 	"GITHUB_API_URL", "FLUX_NAMESPACE", "INTERVAL", "ADDR", "GATE_URL", "KUBECONFIG"}
 

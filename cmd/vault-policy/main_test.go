@@ -275,7 +275,7 @@ func TestRunGrantsWorkAsRendered(t *testing.T) {
 	}
 }
 
-// variables are the variables the README's table names for the job.
+// variables are the variables the table in docs/vault-policy.md names for the job.
 var variables = []string{"VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "POLICIES_DIR", "TOKEN_FILE"}
 
 func TestCommandLine(t *testing.T) {
