@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -63,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "backup: name a command: files, postgres, rabbitmq, restore or drill\n\n%s", root.UsageString())
+		fmt.Fprintf(stderr, "backup: name a command: %s, restore or drill\n\n%s", strings.Join(methodNames(), ", "), root.UsageString())
 		return 2
 	}
 	root.SetArgs(args)
@@ -78,7 +77,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	return 0
 }
 
-// commands is backup's command line: the three methods, restore and drill.
+// methodNames are the names of the methods, each a command.
+func methodNames() []string {
+	var names []string
+	for _, m := range backup.Methods() {
+		names = append(names, m.Name())
+	}
+	return names
+}
+
+// commands is backup's command line: a command for each method, restore and
+// drill.
 func commands(in invocation) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "backup",
@@ -102,20 +111,18 @@ func commands(in invocation) *cobra.Command {
 			cli.WriteVariables(c.OutOrStdout(), vars)
 		}
 	})
-	root.AddCommand(
-		methodCommand(in, "files", "Archive a volume, its SQLite databases copied consistently"),
-		methodCommand(in, "postgres", "Dump a PostgreSQL server with pg_dumpall"),
-		methodCommand(in, "rabbitmq", "Save a RabbitMQ broker's definitions"),
-		restoreCommand(in),
-		drillCommand(in),
-	)
+	for _, m := range backup.Methods() {
+		root.AddCommand(methodCommand(in, m))
+	}
+	root.AddCommand(restoreCommand(in), drillCommand(in))
 	return root
 }
 
-func methodCommand(in invocation, method, short string) *cobra.Command {
+func methodCommand(in invocation, m backup.Method) *cobra.Command {
+	method := m.Name()
 	return &cobra.Command{
 		Use:   method,
-		Short: short,
+		Short: m.Summary(),
 		Long: "backup " + method + " writes one generation onto the backup claim, copies it off the cluster when\n" +
 			"BACKUP_OFF_CLUSTER is set, prunes, and exits 0 only when the generation is complete and durable.\n" +
 			"It logs JSON lines; a bad variable exits 2 before anything is written, a failed run exits 1.",
@@ -147,9 +154,9 @@ func runJob(ctx context.Context, in invocation, method string) int {
 	return 0
 }
 
-// configure reads everything but the method from the environment; the
-// first missing or malformed value stops the run before anything is
-// written.
+// configure reads the run of method from the environment, the method's own
+// variables as the method reads them; the first missing or malformed value
+// stops the run before anything is written.
 func configure(method string, getenv func(string) string, logger *slog.Logger) (backup.Job, error) {
 	env := settings.New(getenv)
 	retain := env.PositiveInt("BACKUP_RETAIN", 0)
@@ -163,32 +170,15 @@ func configure(method string, getenv func(string) string, logger *slog.Logger) (
 			return backup.Job{}, fmt.Errorf("BACKUP_ROLLBACK: %w", err)
 		}
 	}
-	job := backup.Job{Dir: dir, Retain: retain, Request: request}
-	switch method {
-	case "files":
-		source := env.String("BACKUP_SOURCE_DIR", "/data")
-		if inside(dir, source) {
-			return backup.Job{}, fmt.Errorf("BACKUP_DIR %s lies inside BACKUP_SOURCE_DIR %s: the archive would hold itself", dir, source)
-		}
-		job.Method = backup.Files{Source: source, Staging: filepath.Join(dir, backup.StagingDir), Logger: logger}
-	case "postgres":
-		job.Method = backup.Postgres{
-			Program:  env.String("BACKUP_PG_DUMPALL", "pg_dumpall"),
-			Host:     env.Required("BACKUP_HOST"),
-			Port:     env.PositiveInt("BACKUP_PORT", 5432),
-			User:     env.Required("PGUSER"),
-			Password: env.Required("PGPASSWORD"),
-		}
-	case "rabbitmq":
-		job.Method = backup.RabbitMQ{
-			Host:     env.Required("BACKUP_HOST"),
-			Port:     env.PositiveInt("BACKUP_PORT", 15672),
-			Username: env.Required("RABBITMQ_USERNAME"),
-			Password: env.Required("RABBITMQ_PASSWORD"),
-		}
-	default:
+	m, known := backup.MethodNamed(method)
+	if !known {
 		return backup.Job{}, fmt.Errorf("unknown method %q", method)
 	}
+	configured, err := m.Configure(env, dir, logger)
+	if err != nil {
+		return backup.Job{}, err
+	}
+	job := backup.Job{Dir: dir, Retain: retain, Request: request, Method: configured}
 	if err := env.Err(); err != nil {
 		return backup.Job{}, err
 	}
@@ -200,10 +190,4 @@ func configure(method string, getenv func(string) string, logger *slog.Logger) (
 		job.OffCluster = copier
 	}
 	return job, nil
-}
-
-// inside reports whether dir is source or lies below it.
-func inside(dir, source string) bool {
-	rel, err := filepath.Rel(filepath.Clean(source), filepath.Clean(dir))
-	return err == nil && (rel == "." || (rel != ".." && !strings.HasPrefix(rel, "../")))
 }

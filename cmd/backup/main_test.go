@@ -227,20 +227,3 @@ func TestAFailedRunExitsNonZeroNamingTheCause(t *testing.T) {
 		t.Fatalf("got %s", out.String())
 	}
 }
-
-func TestInside(t *testing.T) {
-	for _, c := range []struct {
-		dir, source string
-		want        bool
-	}{
-		{"/backup", "/data", false},
-		{"/data/backup", "/data", true},
-		{"/data", "/data", true},
-		{"/data2", "/data", false},
-		{"/", "/data", false},
-	} {
-		if got := inside(c.dir, c.source); got != c.want {
-			t.Errorf("inside(%q, %q) = %v", c.dir, c.source, got)
-		}
-	}
-}

@@ -157,7 +157,7 @@ func runRestore(ctx context.Context, in invocation, o restoreOptions, args []str
 		report.restoreFailed(g, err)
 		return 1
 	}
-	report.restored(source(restorer), result)
+	report.restored(restorer.Source.String(), result)
 	printLoadCommands(in.stdout, g, result.Path)
 	return 0
 }
@@ -215,16 +215,8 @@ func runDrill(ctx context.Context, in invocation, o drillOptions) int {
 		report.drillFailed(err)
 		return 1
 	}
-	report.drillPassed(source(restorer), result)
+	report.drillPassed(restorer.Source.String(), result)
 	return 0
-}
-
-// source says where restorer reads from, for a person.
-func source(r backup.Restorer) string {
-	if r.Store != nil {
-		return r.Destination.String()
-	}
-	return "the claim at " + r.ClaimDir
 }
 
 // parseGeneration accepts a generation's name with or without ".age".
@@ -236,7 +228,7 @@ func parseGeneration(name string) (backup.Generation, error) {
 // destination, whose copies need the identity file to decrypt.
 func restorerFor(getenv func(string) string, fromClaim bool, identityFile string, listOnly bool) (backup.Restorer, error) {
 	if fromClaim {
-		return backup.Restorer{ClaimDir: settings.New(getenv).String("BACKUP_DIR", "/backup")}, nil
+		return backup.Restorer{Source: backup.ClaimSource{Dir: settings.New(getenv).String("BACKUP_DIR", "/backup")}}, nil
 	}
 	if getenv("BACKUP_OFF_CLUSTER") == "" {
 		return backup.Restorer{}, errors.New("BACKUP_OFF_CLUSTER is not set: name the destination, or restore from the claim with --claim")
@@ -245,9 +237,9 @@ func restorerFor(getenv func(string) string, fromClaim bool, identityFile string
 	if err != nil {
 		return backup.Restorer{}, err
 	}
-	r := backup.Restorer{Store: store, Destination: dest}
+	source := backup.StoreSource{Store: store, Destination: dest}
 	if listOnly {
-		return r, nil
+		return backup.Restorer{Source: source}, nil
 	}
 	if identityFile == "" {
 		return backup.Restorer{}, errors.New("--identity: the off-cluster copies are age-encrypted; name the identity file")
@@ -257,33 +249,19 @@ func restorerFor(getenv func(string) string, fromClaim bool, identityFile string
 		return backup.Restorer{}, fmt.Errorf("--identity: %w", err)
 	}
 	defer f.Close()
-	if r.Identities, err = age.ParseIdentities(f); err != nil {
+	if source.Identities, err = age.ParseIdentities(f); err != nil {
 		return backup.Restorer{}, fmt.Errorf("--identity %s: %w", identityFile, err)
 	}
-	return r, nil
+	return backup.Restorer{Source: source}, nil
 }
 
-// printLoadCommands says how to load a restored dump or definitions; a
-// files generation is already in place.
+// printLoadCommands says how to load a restored dump or definitions, as
+// the generation's method puts it; a files generation is already in place.
 func printLoadCommands(w io.Writer, g backup.Generation, path string) {
-	switch g.Method {
-	case "files":
-		fmt.Fprintf(w, "unpacked into %s\n", path)
-	case "postgres":
-		// The dump creates every role, the superuser the new server already
-		// has among them: that one statement fails, and ON_ERROR_STOP would
-		// end the load there.
-		fmt.Fprintf(w, "restored %s; load it into an empty server as its superuser:\n", path)
-		fmt.Fprintf(w, "  psql --no-password --dbname postgres --file %s\n", shellQuote(path))
-		fmt.Fprintf(w, "  (one error is expected: the superuser the server already has exists)\n")
-	case "rabbitmq":
-		fmt.Fprintf(w, "restored %s; import the definitions with either of:\n", path)
-		fmt.Fprintf(w, "  rabbitmqctl import_definitions %s\n", shellQuote(path))
-		fmt.Fprintf(w, "  curl --fail -u \"$RABBITMQ_USERNAME:$RABBITMQ_PASSWORD\" -H 'content-type: application/json' --data-binary @%s http://<broker>:15672/api/definitions\n", shellQuote(path))
+	if m, ok := backup.MethodNamed(g.Method); ok {
+		fmt.Fprint(w, m.LoadHint(path))
 	}
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func generationNames(gens []backup.Generation) []string {
 	names := make([]string, len(gens))

@@ -152,24 +152,22 @@ func (t *terminalReport) summary(r backup.Restored, label, what string) {
 
 // into says what a restore wrote where.
 func into(r backup.Restored) string {
-	if r.Generation.Method == "files" {
-		return restoredWhat(r) + " into " + r.Path
-	}
-	return r.Path
+	_, where := described(r)
+	return where
 }
 
 func restoredWhat(r backup.Restored) string {
-	switch r.Generation.Method {
-	case "files":
-		if r.Files == 1 {
-			return "1 file"
-		}
-		return fmt.Sprintf("%d files", r.Files)
-	case "postgres":
-		return "the dump"
-	default:
-		return "the definitions"
+	what, _ := described(r)
+	return what
+}
+
+// described is what a restore wrote and where, as its generation's method
+// puts it.
+func described(r backup.Restored) (what, where string) {
+	if m, ok := backup.MethodNamed(r.Generation.Method); ok {
+		return m.Describe(r)
 	}
+	return "the generation", r.Path
 }
 
 // size is n bytes for a person: "1.5 MiB (1572864 bytes)".

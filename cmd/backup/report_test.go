@@ -236,3 +236,12 @@ func TestJSONReportLinesAreThoseOfBefore(t *testing.T) {
 }
 
 func slogJSON(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
+
+// A restore is described as its method puts it; one of a method no longer
+// known is named by its path alone.
+func TestARestoreOfAnUnknownMethodIsNamedByItsPath(t *testing.T) {
+	r := backup.Restored{Generation: backup.Generation{Method: "mysql", Time: t0}, Path: "/restore/x"}
+	if what, where := restoredWhat(r), into(r); what != "the generation" || where != "/restore/x" {
+		t.Errorf("described as %q, %q", what, where)
+	}
+}

@@ -16,23 +16,7 @@ var (
 		{Name: "BACKUP_ROLLBACK", Default: settings.Unset, Meaning: "a Rollback's request id; the run writes a rollback copy instead"},
 		claimVariable,
 	}
-	claimVariable  = settings.Variable{Name: "BACKUP_DIR", Default: "/backup", Meaning: "the backup claim"}
-	filesVariables = []settings.Variable{
-		{Name: "BACKUP_SOURCE_DIR", Default: "/data", Meaning: "the volume (read-only); must not contain BACKUP_DIR"},
-	}
-	postgresVariables = []settings.Variable{
-		{Name: "BACKUP_HOST", Default: settings.Required, Meaning: "the PostgreSQL server's host"},
-		{Name: "BACKUP_PORT", Default: "5432", Meaning: "its port"},
-		{Name: "PGUSER", Default: settings.Required, Meaning: "the dump login; other libpq variables such as PGSSLMODE pass through to pg_dumpall"},
-		{Name: "PGPASSWORD", Default: settings.Required, Meaning: "its password"},
-		{Name: "BACKUP_PG_DUMPALL", Default: "pg_dumpall", Meaning: "the program to run; the image sets the path of its major version"},
-	}
-	rabbitmqVariables = []settings.Variable{
-		{Name: "BACKUP_HOST", Default: settings.Required, Meaning: "the management API's host"},
-		{Name: "BACKUP_PORT", Default: "15672", Meaning: "its port"},
-		{Name: "RABBITMQ_USERNAME", Default: settings.Required, Meaning: "the management API login"},
-		{Name: "RABBITMQ_PASSWORD", Default: settings.Required, Meaning: "its password"},
-	}
+	claimVariable = settings.Variable{Name: "BACKUP_DIR", Default: "/backup", Meaning: "the backup claim"}
 	// destinationVariables say where the off-cluster copies are: the
 	// methods copy there, restore and drill read from there.
 	destinationVariables = []settings.Variable{
@@ -49,25 +33,46 @@ var (
 	}
 )
 
+// sharedVariables stand, in the help of backup itself, for the variables
+// more than one method reads, each named once for all of them.
+var sharedVariables = map[string]settings.Variable{
+	"BACKUP_HOST": {Name: "BACKUP_HOST", Default: "required for postgres, rabbitmq", Meaning: "the server or the management API's host"},
+	"BACKUP_PORT": {Name: "BACKUP_PORT", Default: "5432 / 15672", Meaning: "postgres, rabbitmq: its port"},
+}
+
+// methodVariables are the variables of every method, in the order the
+// methods name them, each once.
+func methodVariables() []settings.Variable {
+	var all []settings.Variable
+	seen := map[string]bool{}
+	for _, m := range backup.Methods() {
+		for _, v := range m.Variables() {
+			if seen[v.Name] {
+				continue
+			}
+			seen[v.Name] = true
+			if shared, ok := sharedVariables[v.Name]; ok {
+				v = shared
+			}
+			all = append(all, v)
+		}
+	}
+	return all
+}
+
 // variablesOf are the variables command reads; "backup" reads them all.
 func variablesOf(command string) []settings.Variable {
+	if m, ok := backup.MethodNamed(command); ok {
+		return slices.Concat(jobVariables, m.Variables(), destinationVariables, copyVariables)
+	}
 	switch command {
-	case "files":
-		return slices.Concat(jobVariables, filesVariables, destinationVariables, copyVariables)
-	case "postgres":
-		return slices.Concat(jobVariables, postgresVariables, destinationVariables, copyVariables)
-	case "rabbitmq":
-		return slices.Concat(jobVariables, rabbitmqVariables, destinationVariables, copyVariables)
 	case "restore":
 		return slices.Concat([]settings.Variable{{Name: claimVariable.Name, Default: claimVariable.Default,
 			Meaning: "the backup claim, read with --claim"}}, destinationVariables)
 	case "drill":
 		return destinationVariables
 	case "backup":
-		port := settings.Variable{Name: "BACKUP_PORT", Default: "5432 / 15672", Meaning: "postgres, rabbitmq: its port"}
-		return slices.Concat(jobVariables, filesVariables,
-			[]settings.Variable{{Name: "BACKUP_HOST", Default: "required for postgres, rabbitmq", Meaning: "the server or the management API's host"}, port},
-			postgresVariables[2:], rabbitmqVariables[2:], destinationVariables, copyVariables)
+		return slices.Concat(jobVariables, methodVariables(), destinationVariables, copyVariables)
 	default:
 		return nil
 	}

@@ -23,18 +23,6 @@ const RollbackKeep = 7 * 24 * time.Hour
 // rollbackPrefix starts the name of a copy taken for a Rollback.
 const rollbackPrefix = "rollback-"
 
-// methodExtensions are the methods this package knows, each with the
-// extension of what it writes; a name with any other method is not ours.
-var methodExtensions = map[string]string{
-	"files":    ".tar.gz",
-	"postgres": ".sql.gz",
-	"rabbitmq": ".json.gz",
-}
-
-// Extension is the file extension a method's generations carry, or "" for an
-// unknown method.
-func Extension(method string) string { return methodExtensions[method] }
-
 // requestPattern is what a Rollback's request id may be: it becomes part of a
 // file name, so it is kept to a DNS label's alphabet (as Kubernetes names of
 // the Job that hands it are) and can never hold a path separator.
@@ -76,8 +64,9 @@ var ErrNotGeneration = errors.New("not a generation name")
 // touches what ParseName accepts.
 func ParseName(name string) (Generation, error) {
 	rest, rollback := strings.CutPrefix(name, rollbackPrefix)
-	for method, ext := range methodExtensions {
-		stem, ok := strings.CutSuffix(rest, ext)
+	for _, m := range methods {
+		method := m.Name()
+		stem, ok := strings.CutSuffix(rest, m.Extension())
 		if !ok || len(stem) < len(TimeLayout)+1 {
 			continue
 		}

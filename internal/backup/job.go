@@ -13,13 +13,6 @@ import (
 	"github.com/klauspost/pgzip"
 )
 
-// Method produces the uncompressed bytes of one generation: a tar stream, a
-// SQL dump or a definitions document. The Job compresses and stores them.
-type Method interface {
-	Name() string
-	Write(ctx context.Context, w io.Writer) error
-}
-
 // OffCluster copies a scheduled generation off the cluster once it is durable
 // on the claim. A Rollback's copy stays on the claim and is never handed to it.
 type OffCluster interface {

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 func runUntilKilled(dir string) int {
-	job := Job{Dir: dir, Method: staticMethod{name: "files", body: bytes.Repeat([]byte("data"), 1<<16)}, Retain: 1}
+	job := Job{Dir: dir, Method: staticMethod{Method: Files{}, body: bytes.Repeat([]byte("data"), 1<<16)}, Retain: 1}
 	job.beforeRename = func(string) error {
 		fmt.Println("ready")
 		select {} // wait for SIGKILL
@@ -40,14 +40,18 @@ func runUntilKilled(dir string) int {
 	return 1
 }
 
-// staticMethod writes fixed bytes, or fails, under a known method's name.
+// staticMethod writes fixed bytes, or fails, in place of the known method
+// it embeds.
 type staticMethod struct {
-	name string
+	Method
 	body []byte
 	err  error
 }
 
-func (s staticMethod) Name() string { return s.name }
+// mysql is a method no registry knows; all else about it is a files method's.
+type mysql struct{ Files }
+
+func (mysql) Name() string { return "mysql" }
 
 func (s staticMethod) Write(_ context.Context, w io.Writer) error {
 	if s.err != nil {
@@ -65,7 +69,7 @@ func (c *clock) Now() time.Time { return c.now }
 func TestRetentionAndRollbackCopiesWithAFakeClock(t *testing.T) {
 	dir := t.TempDir()
 	c := &clock{now: t0}
-	method := staticMethod{name: "postgres", body: []byte("SELECT 1;\n")}
+	method := staticMethod{Method: Postgres{}, body: []byte("SELECT 1;\n")}
 	run := func(request string) Result {
 		t.Helper()
 		r, err := Job{Dir: dir, Method: method, Retain: 3, Request: request, Now: c.Now}.Run(context.Background())
@@ -133,8 +137,8 @@ func TestAFailedRunDeletesNothing(t *testing.T) {
 	}
 	now := func() time.Time { return t0 }
 	cases := map[string]Job{
-		"the method fails": {Method: staticMethod{name: "files", err: errors.New("disk on fire")}},
-		"the rename is refused": {Method: staticMethod{name: "files"},
+		"the method fails": {Method: staticMethod{Method: Files{}, err: errors.New("disk on fire")}},
+		"the rename is refused": {Method: staticMethod{Method: Files{}},
 			beforeRename: func(string) error { return errors.New("injected") }},
 	}
 	for name, job := range cases {
@@ -152,7 +156,7 @@ func TestAFailedRunDeletesNothing(t *testing.T) {
 	t.Run("the run is cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		job := Job{Dir: dir, Retain: 1, Now: now, Method: cancelling{staticMethod{name: "files", body: []byte("all of it")}, cancel}}
+		job := Job{Dir: dir, Retain: 1, Now: now, Method: cancelling{staticMethod{Method: Files{}, body: []byte("all of it")}, cancel}}
 		if _, err := job.Run(ctx); err == nil || !strings.Contains(err.Error(), "abandoned") {
 			t.Fatalf("a cancelled run gave %v", err)
 		}
@@ -174,7 +178,7 @@ func (c cancelling) Write(ctx context.Context, w io.Writer) error {
 
 func TestAGenerationIsNeverOverwritten(t *testing.T) {
 	dir := t.TempDir()
-	job := Job{Dir: dir, Method: staticMethod{name: "rabbitmq", body: []byte("{}")}, Retain: 2, Now: func() time.Time { return t0 }}
+	job := Job{Dir: dir, Method: staticMethod{Method: RabbitMQ{}, body: []byte("{}")}, Retain: 2, Now: func() time.Time { return t0 }}
 	first, err := job.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -189,10 +193,10 @@ func TestJobRefusesBadSettings(t *testing.T) {
 	dir := t.TempDir()
 	for name, job := range map[string]Job{
 		"no method":      {Dir: dir, Retain: 1},
-		"unknown method": {Dir: dir, Retain: 1, Method: staticMethod{name: "mysql"}},
-		"retain 0":       {Dir: dir, Method: staticMethod{name: "files"}},
-		"bad request":    {Dir: dir, Retain: 1, Method: staticMethod{name: "files"}, Request: "../etc"},
-		"no claim":       {Dir: filepath.Join(dir, "missing"), Retain: 1, Method: staticMethod{name: "files"}},
+		"unknown method": {Dir: dir, Retain: 1, Method: mysql{}},
+		"retain 0":       {Dir: dir, Method: staticMethod{Method: Files{}}},
+		"bad request":    {Dir: dir, Retain: 1, Method: staticMethod{Method: Files{}}, Request: "../etc"},
+		"no claim":       {Dir: filepath.Join(dir, "missing"), Retain: 1, Method: staticMethod{Method: Files{}}},
 	} {
 		if _, err := job.Run(context.Background()); err == nil {
 			t.Errorf("%s: the run started", name)
@@ -219,7 +223,7 @@ func TestOffClusterCopyFollowsTheLocalGeneration(t *testing.T) {
 	dir := t.TempDir()
 	c := &clock{now: t0}
 	dest := &offCluster{}
-	job := Job{Dir: dir, Method: staticMethod{name: "files"}, Retain: 1, Now: c.Now, OffCluster: dest}
+	job := Job{Dir: dir, Method: staticMethod{Method: Files{}}, Retain: 1, Now: c.Now, OffCluster: dest}
 	first, err := job.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -252,14 +256,14 @@ func TestARunWaitsForTheClaim(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 	defer cancel()
-	_, err = Job{Dir: dir, Method: staticMethod{name: "files"}, Retain: 1}.Run(ctx)
+	_, err = Job{Dir: dir, Method: staticMethod{Method: Files{}}, Retain: 1}.Run(ctx)
 	if err == nil || !strings.Contains(err.Error(), "held by another run") {
 		t.Fatalf("got %v", err)
 	}
 	if err := held.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Job{Dir: dir, Method: staticMethod{name: "files"}, Retain: 1}).Run(context.Background()); err != nil {
+	if _, err := (Job{Dir: dir, Method: staticMethod{Method: Files{}}, Retain: 1}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -311,7 +315,7 @@ func TestARunKilledBeforeTheRenameLeavesNoGeneration(t *testing.T) {
 	}
 
 	var logs bytes.Buffer
-	next, err := Job{Dir: dir, Method: staticMethod{name: "files"}, Retain: 1,
+	next, err := Job{Dir: dir, Method: staticMethod{Method: Files{}}, Retain: 1,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))}.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

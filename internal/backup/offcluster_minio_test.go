@@ -166,7 +166,7 @@ func (f *fixture) keys(t *testing.T) []string {
 
 func (f *fixture) restorer(t *testing.T) Restorer {
 	t.Helper()
-	return Restorer{Store: f.store(t, ""), Destination: testDestination, Identities: []age.Identity{f.identity}}
+	return Restorer{Source: StoreSource{Store: f.store(t, ""), Destination: testDestination, Identities: []age.Identity{f.identity}}}
 }
 
 // filesJob backs up source onto claim at the given minute.
@@ -468,9 +468,10 @@ func TestDrillPassesAGoodCopyAndCatchesACorruptedOne(t *testing.T) {
 
 // rawArchive archives a folder's files as they are, without the checks the
 // files method makes: the way a damaged copy would look.
-type rawArchive struct{ dir string }
-
-func (rawArchive) Name() string { return "files" }
+type rawArchive struct {
+	Files
+	dir string
+}
 
 func (r rawArchive) Write(_ context.Context, w io.Writer) error {
 	tw := tar.NewWriter(w)
@@ -539,13 +540,11 @@ func TestTheAgeCommandDecryptsACopy(t *testing.T) {
 	}
 }
 
-// bytesMethod writes fixed bytes as a generation of the named method.
+// bytesMethod writes fixed bytes as a generation of the method it embeds.
 type bytesMethod struct {
-	name string
+	Method
 	body []byte
 }
-
-func (m bytesMethod) Name() string { return m.name }
 
 func (m bytesMethod) Write(_ context.Context, w io.Writer) error {
 	_, err := w.Write(m.body)
@@ -572,7 +571,8 @@ func TestDrillChecksDumpsAndDefinitions(t *testing.T) {
 	for i, c := range cases {
 		claim := t.TempDir()
 		g := Generation{Method: c.method, Time: time.Date(2026, 10, 26, 3, i, 0, 0, time.UTC)}
-		path, err := writeGeneration(t, claim, g, bytesMethod{c.method, c.body})
+		m, _ := MethodNamed(c.method)
+		path, err := writeGeneration(t, claim, g, bytesMethod{m, c.body})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -590,14 +590,14 @@ func TestDrillChecksDumpsAndDefinitions(t *testing.T) {
 
 		// The claim's copy restores too, into a file, byte for byte.
 		target := t.TempDir()
-		restored, err := Restorer{ClaimDir: claim}.Restore(ctx, g, target)
+		restored, err := Restorer{Source: ClaimSource{Dir: claim}}.Restore(ctx, g, target)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := os.ReadFile(restored.Path); !bytes.Equal(got, c.body) {
 			t.Errorf("%s case %d: the claim's copy restored as %q", c.method, i, got)
 		}
-		gens, err := Restorer{ClaimDir: claim}.List(ctx)
+		gens, err := Restorer{Source: ClaimSource{Dir: claim}}.List(ctx)
 		if err != nil || len(gens) != 1 || gens[0] != g {
 			t.Errorf("the claim lists %v, %v", gens, err)
 		}

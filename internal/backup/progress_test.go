@@ -55,7 +55,7 @@ func TestRestoreTellsItsProgressAndWhatItChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard := &stages{t: t}
-	restored, err := Restorer{ClaimDir: claim, Progress: heard}.Restore(context.Background(), g, t.TempDir())
+	restored, err := Restorer{Source: ClaimSource{Dir: claim}, Progress: heard}.Restore(context.Background(), g, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestRestoreTellsItsProgressAndWhatItChecked(t *testing.T) {
 	// A dump is written, not unpacked; a broken generation ends its stage too.
 	dumpClaim, dump := dumpOnClaim(t)
 	heard = &stages{t: t}
-	if _, err := (Restorer{ClaimDir: dumpClaim, Progress: heard}).Restore(context.Background(), dump, t.TempDir()); err != nil {
+	if _, err := (Restorer{Source: ClaimSource{Dir: dumpClaim}, Progress: heard}).Restore(context.Background(), dump, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	if len(heard.said) != 2 || heard.said[0][:len("reading and writing")] != "reading and writing" {
@@ -86,7 +86,7 @@ func TestRestoreTellsItsProgressAndWhatItChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard = &stages{t: t}
-	if _, err := (Restorer{ClaimDir: dumpClaim, Progress: heard}).Restore(context.Background(), dump, t.TempDir()); err == nil {
+	if _, err := (Restorer{Source: ClaimSource{Dir: dumpClaim}, Progress: heard}).Restore(context.Background(), dump, t.TempDir()); err == nil {
 		t.Fatal("restored a broken generation")
 	}
 	if len(heard.said) != 2 || heard.open != "" {

@@ -121,7 +121,7 @@ func TestRestoreNeverReplacesAFileThatAppearsWhilePublishing(t *testing.T) {
 // file as it was.
 func TestRestoreOfADumpRefusesToOverwrite(t *testing.T) {
 	claim, g := dumpOnClaim(t)
-	r := Restorer{ClaimDir: claim}
+	r := Restorer{Source: ClaimSource{Dir: claim}}
 	target := t.TempDir()
 	got, err := r.Restore(context.Background(), g, target)
 	if err != nil {
@@ -147,7 +147,7 @@ func TestRestoreOfADumpRefusesToOverwrite(t *testing.T) {
 func TestRestoreFromTheClaimFailsOnAMissingOrBrokenGeneration(t *testing.T) {
 	claim := t.TempDir()
 	g := Generation{Method: "files", Time: time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)}
-	r := Restorer{ClaimDir: claim}
+	r := Restorer{Source: ClaimSource{Dir: claim}}
 	if _, err := r.Restore(context.Background(), g, t.TempDir()); err == nil {
 		t.Fatal("restored a missing generation")
 	}
@@ -157,7 +157,7 @@ func TestRestoreFromTheClaimFailsOnAMissingOrBrokenGeneration(t *testing.T) {
 	if _, err := r.Restore(context.Background(), g, t.TempDir()); err == nil {
 		t.Fatal("restored a broken generation")
 	}
-	if _, err := (Restorer{ClaimDir: filepath.Join(claim, "absent")}).List(context.Background()); err == nil {
+	if _, err := (Restorer{Source: ClaimSource{Dir: filepath.Join(claim, "absent")}}).List(context.Background()); err == nil {
 		t.Fatal("listed an absent claim")
 	}
 }
@@ -172,7 +172,7 @@ func TestRestoreClearsAKilledRestoresWorkFolder(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(killed, "half"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := Restorer{ClaimDir: claim}
+	r := Restorer{Source: ClaimSource{Dir: claim}}
 
 	unlock, err := lockTarget(target)
 	if err != nil {

@@ -321,3 +321,38 @@ func integrityOf(ctx context.Context, db *sql.DB) error {
 	}
 	return nil
 }
+
+// checkDatabases runs integrity_check on every SQLite database under dir.
+func checkDatabases(ctx context.Context, dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(path) //nolint:gosec // a file the drill restored
+		if err != nil {
+			return err
+		}
+		isDB := isSQLite(f)
+		f.Close()
+		if !isDB {
+			return nil
+		}
+		n++
+		if err := integrityCheck(ctx, path); err != nil {
+			rel, _ := filepath.Rel(dir, path)
+			return fmt.Errorf("SQLite database %s: %w", rel, err)
+		}
+		return nil
+	})
+	return n, err
+}
+
+func integrityCheck(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&immutable=1")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return integrityOf(ctx, db)
+}

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
 // maxDefinitions bounds the definitions document read into memory; a broker
@@ -32,8 +35,71 @@ type RabbitMQ struct {
 	Client   *http.Client // nil uses a client with a 5-minute timeout
 }
 
-// Name is the method's name in generation names.
+// rabbitmqVariables are what RabbitMQ.Configure reads.
+var rabbitmqVariables = []settings.Variable{
+	{Name: "BACKUP_HOST", Default: settings.Required, Meaning: "the management API's host"},
+	{Name: "BACKUP_PORT", Default: "15672", Meaning: "its port"},
+	{Name: "RABBITMQ_USERNAME", Default: settings.Required, Meaning: "the management API login"},
+	{Name: "RABBITMQ_PASSWORD", Default: settings.Required, Meaning: "its password"},
+}
+
+// Name implements Method.
 func (RabbitMQ) Name() string { return "rabbitmq" }
+
+// Summary implements Method.
+func (RabbitMQ) Summary() string { return "Save a RabbitMQ broker's definitions" }
+
+// Extension implements Method: the gzipped definitions document.
+func (RabbitMQ) Extension() string { return ".json.gz" }
+
+// Variables implements Method.
+func (RabbitMQ) Variables() []settings.Variable { return rabbitmqVariables }
+
+// Configure implements Method.
+func (RabbitMQ) Configure(env *settings.Reader, _ string, _ *slog.Logger) (Method, error) {
+	return RabbitMQ{
+		Host:     env.Required("BACKUP_HOST"),
+		Port:     env.PositiveInt("BACKUP_PORT", 15672),
+		Username: env.Required("RABBITMQ_USERNAME"),
+		Password: env.Required("RABBITMQ_PASSWORD"),
+	}, nil
+}
+
+// Restore implements Method: the definitions become one file in target.
+func (RabbitMQ) Restore(_ context.Context, read ReadFunc, work, target string, into *Restored) error {
+	return restoreOneFile(read, work, target, into)
+}
+
+// Check implements Method: the restored document must still be definitions
+// a broker would import, as Write required of it.
+func (RabbitMQ) Check(_ context.Context, restored *Restored) error {
+	if err := checkFile(restored.Path, func(r io.Reader) error {
+		body, err := io.ReadAll(io.LimitReader(r, maxDefinitions+1))
+		if err != nil {
+			return err
+		}
+		_, err = ParseDefinitions(body)
+		return err
+	}); err != nil {
+		return err
+	}
+	restored.Checks = append(restored.Checks, "the definitions parse")
+	return nil
+}
+
+// Describe implements Method.
+func (RabbitMQ) Describe(restored Restored) (what, where string) {
+	return "the definitions", restored.Path
+}
+
+// LoadHint implements Method: the broker imports them itself, from its
+// command line or its management API.
+func (RabbitMQ) LoadHint(path string) string {
+	return "restored " + path + "; import the definitions with either of:\n" +
+		"  rabbitmqctl import_definitions " + shellQuote(path) + "\n" +
+		"  curl --fail -u \"$RABBITMQ_USERNAME:$RABBITMQ_PASSWORD\" -H 'content-type: application/json' --data-binary @" +
+		shellQuote(path) + " http://<broker>:15672/api/definitions\n"
+}
 
 // Write fetches the definitions, checks that they parse as definitions, and
 // writes them to w exactly as the broker sent them.

@@ -15,10 +15,6 @@ import (
 	"syscall"
 )
 
-// StagingDir is the folder on the claim where SQLite databases are copied
-// and checked before they enter the archive.
-const StagingDir = ".sqlite-staging"
-
 // sqliteHeader opens every SQLite 3 database file; it, not the file's name,
 // tells a database apart.
 var sqliteHeader = []byte("SQLite format 3\x00")
@@ -27,75 +23,8 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // holds the folded one-file copy instead, so they are never archived.
 var companionSuffixes = []string{"-wal", "-shm", "-journal"}
 
-// Files archives a directory tree as tar. Regular files are streamed, SQLite
-// databases are copied consistently first (see sqliteCopy), symlinks are
-// archived as links and never followed, and special files are skipped.
-type Files struct {
-	Source  string // the volume, read-only
-	Staging string // a folder on the claim this method owns for the run
-	Tries   int    // integrity checks per database before the run fails; 0 means 3
-	Logger  *slog.Logger
-}
-
-// Name is the method's name in generation names.
-func (Files) Name() string { return "files" }
-
-// Write streams the tar archive of Source into w.
-func (f Files) Write(ctx context.Context, w io.Writer) error {
-	logger := f.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if err := os.RemoveAll(f.Staging); err != nil {
-		return fmt.Errorf("clear %s: %w", f.Staging, err)
-	}
-	if err := os.MkdirAll(f.Staging, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", f.Staging, err)
-	}
-	defer os.RemoveAll(f.Staging)
-	// Every file of the volume is opened through an os.Root, which refuses
-	// any path that would leave it, whatever a symlink says.
-	source, err := os.OpenRoot(f.Source)
-	if err != nil {
-		return fmt.Errorf("open the volume: %w", err)
-	}
-	defer source.Close()
-	staging, err := os.OpenRoot(f.Staging)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", f.Staging, err)
-	}
-	defer staging.Close()
-
-	a := &archiver{
-		files:   f,
-		source:  source,
-		staging: staging,
-		logger:  logger,
-		tw:      tar.NewWriter(w),
-		buf:     make([]byte, 1<<20),
-	}
-	if err := fs.WalkDir(source.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil && rel != "." && errors.Is(err, fs.ErrNotExist) {
-			return a.vanished(rel)
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", filepath.Join(f.Source, rel), err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return a.add(ctx, rel, d)
-	}); err != nil {
-		return err
-	}
-	if err := a.tw.Close(); err != nil {
-		return fmt.Errorf("finish the archive: %w", err)
-	}
-	logger.Info("archived the volume", "files", a.regular, "sqlite_databases", a.databases,
-		"symlinks", a.links, "skipped", a.skipped)
-	return nil
-}
-
+// archiver writes the tar stream of one Files run, entry by entry, and
+// counts what it archived and left out for the run's log.
 type archiver struct {
 	files                                 Files
 	source, staging                       *os.Root

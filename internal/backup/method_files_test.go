@@ -579,3 +579,20 @@ func TestASQLiteCopyIsOfWhatTheNameHoldsNow(t *testing.T) {
 		t.Fatalf("a database removed: %v, want it left out as removed", err)
 	}
 }
+
+func TestInside(t *testing.T) {
+	for _, c := range []struct {
+		dir, source string
+		want        bool
+	}{
+		{"/backup", "/data", false},
+		{"/data/backup", "/data", true},
+		{"/data", "/data", true},
+		{"/data2", "/data", false},
+		{"/", "/data", false},
+	} {
+		if got := inside(c.dir, c.source); got != c.want {
+			t.Errorf("inside(%q, %q) = %v", c.dir, c.source, got)
+		}
+	}
+}
