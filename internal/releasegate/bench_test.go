@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -73,7 +75,7 @@ func BenchmarkWebhooks(b *testing.B) {
 			len(namespaces), seeded, baseline.p50, baseline.p99)
 	})
 	b.Run("baseline-checks-reads-side-by-side", func(b *testing.B) {
-		instance := labels.SelectorFromSet(labels.Set{releasegate.LabelInstance: "auth-api"})
+		instance := labels.SelectorFromSet(labels.Set{release.LabelInstance: "auth-api"})
 		checksReads = measure(namespaces, func(ns string) {
 			var wg sync.WaitGroup
 			errs := make([]error, 4)
@@ -149,9 +151,9 @@ func webhooksInFlight(b *testing.B, url string, gateKube *releasegate.Kube, name
 		}
 		return fmt.Errorf("%s in %s: %d, want %d", path, ns, resp.StatusCode, want)
 	}
-	instance := labels.SelectorFromSet(labels.Set{releasegate.LabelInstance: "auth-api"})
-	partOf := labels.SelectorFromSet(labels.Set{releasegate.LabelPartOf: "auth"})
-	jobsOf := labels.SelectorFromSet(labels.Set{releasegate.LabelPartOf: "auth", releasegate.LabelManagedBy: releasegate.ManagedBy})
+	instance := labels.SelectorFromSet(labels.Set{release.LabelInstance: "auth-api"})
+	partOf := labels.SelectorFromSet(labels.Set{release.LabelPartOf: "auth"})
+	jobsOf := labels.SelectorFromSet(labels.Set{release.LabelPartOf: "auth", release.LabelManagedBy: release.ManagedBy})
 	inputs := func(ns string) func() error {
 		return func() error { _, err := gateKube.ConfigMap(ctx, ns, "auth-release-gate"); return err }
 	}
@@ -172,8 +174,8 @@ func webhooksInFlight(b *testing.B, url string, gateKube *releasegate.Kube, name
 	}
 	record := func(ns string) func() error {
 		return func() error {
-			_, err := gateKube.ConfigMap(ctx, gateNS, releasegate.RecordConfigMap(ns, "auth"))
-			if errors.Is(err, releasegate.ErrNotFound) {
+			_, err := gateKube.ConfigMap(ctx, gateNS, release.RecordConfigMap(ns, "auth"))
+			if errors.Is(err, release.ErrNotFound) {
 				return nil
 			}
 			return err

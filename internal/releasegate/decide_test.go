@@ -2,10 +2,11 @@ package releasegate
 
 import (
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -16,20 +17,20 @@ const (
 	prevRev = "sha256:2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c6e8b0d2f4a"
 )
 
-var ask = Question{Namespace: "auth-system", Application: "auth", Process: "auth-api", Revision: rev}
+var ask = release.Question{Namespace: "auth-system", Application: "auth", Process: "auth-api", Revision: rev}
 
-func inputs(migration bool) *Inputs {
-	in := &Inputs{
+func inputs(migration bool) *release.Inputs {
+	in := &release.Inputs{
 		Endpoint: "http://release-gate.delivery-system.svc.cluster.local:8080",
 		Deadline: "1800s",
-		Analysis: Analysis{Interval: "30s", Iterations: 4, Threshold: 3},
-		Members: []Member{
-			{Process: "auth-api", Readiness: Readiness{Path: "/ready", Port: 8081}, Checks: []string{"error-rate", "latency"}},
-			{Process: "auth-ui", Readiness: Readiness{Path: "/", Port: 8080}},
+		Analysis: release.Analysis{Interval: "30s", Iterations: 4, Threshold: 3},
+		Members: []release.Member{
+			{Process: "auth-api", Readiness: release.Readiness{Path: "/ready", Port: 8081}, Checks: []string{"error-rate", "latency"}},
+			{Process: "auth-ui", Readiness: release.Readiness{Path: "/", Port: 8080}},
 		},
 	}
 	if migration {
-		in.Migration = &Migration{Identity: "auth-migration", TestedAgainst: prevRev}
+		in.Migration = &release.Migration{Identity: "auth-migration", TestedAgainst: prevRev}
 	}
 	return in
 }
@@ -39,8 +40,8 @@ func hooks(app, revision string) []map[string]string {
 	return []map[string]string{md, md, md}
 }
 
-func canary(name, phase string) Canary {
-	return Canary{Name: name, Webhooks: hooks("auth", rev), Phase: phase, LastAppliedSpec: "a", LastPromotedSpec: "a"}
+func canary(name, phase string) release.Canary {
+	return release.Canary{Name: name, Webhooks: hooks("auth", rev), Phase: phase, LastAppliedSpec: "a", LastPromotedSpec: "a"}
 }
 
 func want(t *testing.T, got Answer, outcome Outcome, reason string) {
@@ -51,24 +52,24 @@ func want(t *testing.T, got Answer, outcome Outcome, reason string) {
 }
 
 func TestIsFlagger(t *testing.T) {
-	flagger := Pod{Name: "flagger-1", IPs: []string{"10.0.0.7"}, Running: true, ServiceAccount: "flagger"}
-	mod := func(f func(*Pod)) []Pod { p := flagger; f(&p); return []Pod{p} }
+	flagger := release.Pod{Name: "flagger-1", IPs: []string{"10.0.0.7"}, Running: true, ServiceAccount: "flagger"}
+	mod := func(f func(*release.Pod)) []release.Pod { p := flagger; f(&p); return []release.Pod{p} }
 	cases := []struct {
 		name string
 		addr string
-		pods []Pod
+		pods []release.Pod
 		ok   bool
 	}{
-		{"a running Flagger pod's address", "10.0.0.7", []Pod{flagger}, true},
-		{"the same address mapped into IPv6", "::ffff:10.0.0.7", []Pod{flagger}, true},
-		{"another address", "10.0.0.8", []Pod{flagger}, false},
+		{"a running Flagger pod's address", "10.0.0.7", []release.Pod{flagger}, true},
+		{"the same address mapped into IPv6", "::ffff:10.0.0.7", []release.Pod{flagger}, true},
+		{"another address", "10.0.0.8", []release.Pod{flagger}, false},
 		{"no Flagger pod", "10.0.0.7", nil, false},
-		{"a pod not Running", "10.0.0.7", mod(func(p *Pod) { p.Running = false }), false},
-		{"a terminating pod", "10.0.0.7", mod(func(p *Pod) { p.Terminating = true }), false},
-		{"a pod on the host network", "10.0.0.7", mod(func(p *Pod) { p.HostNetwork = true }), false},
-		{"a pod under another ServiceAccount", "10.0.0.7", mod(func(p *Pod) { p.ServiceAccount = "default" }), false},
-		{"a pod's second address", "fd00::7", mod(func(p *Pod) { p.IPs = append(p.IPs, "fd00::7") }), true},
-		{"a pod with an address that does not parse", "10.0.0.7", mod(func(p *Pod) { p.IPs = []string{"x"} }), false},
+		{"a pod not Running", "10.0.0.7", mod(func(p *release.Pod) { p.Running = false }), false},
+		{"a terminating pod", "10.0.0.7", mod(func(p *release.Pod) { p.Terminating = true }), false},
+		{"a pod on the host network", "10.0.0.7", mod(func(p *release.Pod) { p.HostNetwork = true }), false},
+		{"a pod under another ServiceAccount", "10.0.0.7", mod(func(p *release.Pod) { p.ServiceAccount = "default" }), false},
+		{"a pod's second address", "fd00::7", mod(func(p *release.Pod) { p.IPs = append(p.IPs, "fd00::7") }), true},
+		{"a pod with an address that does not parse", "10.0.0.7", mod(func(p *release.Pod) { p.IPs = []string{"x"} }), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,32 +78,8 @@ func TestIsFlagger(t *testing.T) {
 			}
 		})
 	}
-	if IsFlagger(netip.Addr{}, []Pod{flagger}, "flagger") {
+	if IsFlagger(netip.Addr{}, []release.Pod{flagger}, "flagger") {
 		t.Fatal("the zero address passed")
-	}
-}
-
-func TestCheckInputs(t *testing.T) {
-	good := `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://g:8080","members":[{"process":"auth-api","readiness":{"tcp":8080}}]}`
-	labelled := map[string]string{LabelPartOf: "auth", LabelManagedBy: ManagedBy}
-	cases := []struct {
-		name string
-		cm   ConfigMap
-		err  string
-	}{
-		{"inputs of this Application", ConfigMap{Labels: labelled, Data: map[string]string{InputsKey: good}}, ""},
-		{"inputs labelled for another Application", ConfigMap{Labels: map[string]string{LabelPartOf: "billing", LabelManagedBy: ManagedBy}, Data: map[string]string{InputsKey: good}}, "is not labelled"},
-		{"inputs not rendered by deploy-kit", ConfigMap{Labels: map[string]string{LabelPartOf: "auth"}, Data: map[string]string{InputsKey: good}}, "is not labelled"},
-		{"inputs without the key", ConfigMap{Labels: labelled}, "has no key"},
-		{"inputs that do not parse", ConfigMap{Labels: labelled, Data: map[string]string{InputsKey: "{"}}, "not JSON"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := CheckInputs("auth", c.cm)
-			if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
-				t.Fatalf("CheckInputs = %v, want %q", err, c.err)
-			}
-		})
 	}
 }
 
@@ -110,19 +87,19 @@ func TestIdentify(t *testing.T) {
 	in := inputs(false)
 	cases := []struct {
 		name    string
-		q       Question
-		c       Canary
+		q       release.Question
+		c       release.Canary
 		found   bool
 		outcome Outcome
 		reason  string
 	}{
-		{"a member asking at the revision its Canary carries", ask, canary("auth-api", PhaseProgressing), true, Yes, ""},
-		{"a process that is no member", Question{Namespace: "auth-system", Application: "auth", Process: "billing", Revision: rev}, Canary{}, false, Unanswerable, "no member"},
-		{"a Canary that is not there", ask, Canary{}, false, NotYet, "does not carry revision " + tag},
-		{"a replaced render reads the same as a missing Canary", ask, Canary{Name: "auth-api", Webhooks: hooks("auth", prevRev)}, true, NotYet, "Canary auth-api does not carry revision " + tag},
-		{"a Canary of another Application", ask, Canary{Name: "auth-api", Webhooks: hooks("billing", rev)}, true, Unanswerable, "belongs to Application billing"},
-		{"a Canary whose webhooks carry two releases", ask, Canary{Name: "auth-api", Webhooks: append(hooks("auth", rev), map[string]string{"application": "auth", "revision": prevRev})}, true, Unanswerable, "two releases"},
-		{"a Canary without the gate's webhooks", ask, Canary{Name: "auth-api", Webhooks: []map[string]string{{}}}, true, NotYet, "does not carry"},
+		{"a member asking at the revision its Canary carries", ask, canary("auth-api", release.PhaseProgressing), true, Yes, ""},
+		{"a process that is no member", release.Question{Namespace: "auth-system", Application: "auth", Process: "billing", Revision: rev}, release.Canary{}, false, Unanswerable, "no member"},
+		{"a Canary that is not there", ask, release.Canary{}, false, NotYet, "does not carry revision " + tag},
+		{"a replaced render reads the same as a missing Canary", ask, release.Canary{Name: "auth-api", Webhooks: hooks("auth", prevRev)}, true, NotYet, "Canary auth-api does not carry revision " + tag},
+		{"a Canary of another Application", ask, release.Canary{Name: "auth-api", Webhooks: hooks("billing", rev)}, true, Unanswerable, "belongs to Application billing"},
+		{"a Canary whose webhooks carry two releases", ask, release.Canary{Name: "auth-api", Webhooks: append(hooks("auth", rev), map[string]string{"application": "auth", "revision": prevRev})}, true, Unanswerable, "two releases"},
+		{"a Canary without the gate's webhooks", ask, release.Canary{Name: "auth-api", Webhooks: []map[string]string{{}}}, true, NotYet, "does not carry"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,32 +118,32 @@ func TestIdentify(t *testing.T) {
 	}
 }
 
-func job(name, identity string, complete, failed bool) Job {
-	return Job{Name: name, Identity: identity, Complete: complete, Failed: failed}
+func job(name, identity string, complete, failed bool) release.Job {
+	return release.Job{Name: name, Identity: identity, Complete: complete, Failed: failed}
 }
 
 func TestMayStart(t *testing.T) {
 	cases := []struct {
 		name      string
 		migration bool
-		jobs      []Job
+		jobs      []release.Job
 		outcome   Outcome
 		reason    string
 	}{
 		{"an Application that never ran a step starts at once", false, nil, Yes, "no release step"},
 		{"the inputs' migration is a step before its first Job exists", true, nil, NotYet, "job auth-migration-" + tag + " not applied"},
-		{"a step whose Job of this revision completed", true, []Job{job("auth-migration-"+tag, "auth-migration", true, false)}, Yes, "every step of " + tag + " completed"},
-		{"a step whose Job of this revision has not completed", true, []Job{job("auth-migration-"+tag, "auth-migration", false, false)}, NotYet, "not complete"},
-		{"a step whose Job of this revision failed", true, []Job{job("auth-migration-"+tag, "auth-migration", false, true)}, NotYet, "failed"},
-		{"an identity that ran a release Job before is a step", false, []Job{job("seed-2f4a6c8e0b2d", "seed", true, false)}, NotYet, "job seed-" + tag + " not applied"},
-		{"every step complete", true, []Job{
+		{"a step whose Job of this revision completed", true, []release.Job{job("auth-migration-"+tag, "auth-migration", true, false)}, Yes, "every step of " + tag + " completed"},
+		{"a step whose Job of this revision has not completed", true, []release.Job{job("auth-migration-"+tag, "auth-migration", false, false)}, NotYet, "not complete"},
+		{"a step whose Job of this revision failed", true, []release.Job{job("auth-migration-"+tag, "auth-migration", false, true)}, NotYet, "failed"},
+		{"an identity that ran a release Job before is a step", false, []release.Job{job("seed-2f4a6c8e0b2d", "seed", true, false)}, NotYet, "job seed-" + tag + " not applied"},
+		{"every step complete", true, []release.Job{
 			job("seed-2f4a6c8e0b2d", "seed", true, false), job("seed-"+tag, "seed", true, false),
 			job("auth-migration-"+tag, "auth-migration", true, false),
 		}, Yes, "auth-migration; seed"},
-		{"a down Job is never a step", false, []Job{job("auth-migration-down-"+tag, "auth-migration", false, false)}, Yes, "no release step"},
-		{"a Job a CronJob created is never a step", false, []Job{{Name: "backup-293847561234", Identity: "backup", Scheduled: true}}, Yes, "no release step"},
-		{"a Job named for another identity is not the step's Job", true, []Job{job("auth-migration-"+tag, "other", true, false)}, NotYet, "not applied"},
-		{"a Job whose name has no tag is not a release Job", false, []Job{job("seed-latest", "seed", false, false)}, Yes, "no release step"},
+		{"a down Job is never a step", false, []release.Job{job("auth-migration-down-"+tag, "auth-migration", false, false)}, Yes, "no release step"},
+		{"a Job a CronJob created is never a step", false, []release.Job{{Name: "backup-293847561234", Identity: "backup", Scheduled: true}}, Yes, "no release step"},
+		{"a Job named for another identity is not the step's Job", true, []release.Job{job("auth-migration-"+tag, "other", true, false)}, NotYet, "not applied"},
+		{"a Job whose name has no tag is not a release Job", false, []release.Job{job("seed-latest", "seed", false, false)}, Yes, "no release step"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,15 +157,15 @@ func TestMayStartHoldsATemplateNotTheRevisions(t *testing.T) {
 	// render's: the render's hold comes first.
 	r := appliedRender()
 	r.Serving = rev
-	want(t, MayStart(ask, inputs(true), []Job{job("auth-migration-"+tag, "auth-migration", true, false)}, r),
+	want(t, MayStart(ask, inputs(true), []release.Job{job("auth-migration-"+tag, "auth-migration", true, false)}, r),
 		NotYet, "waiting for the render: auth-api changed but its Canary still carries "+tag+", which serves")
 	// With no step at all, too.
 	want(t, MayStart(ask, inputs(false), nil, r), NotYet, "waiting for the render")
 }
 
 // writtenCanary is auth-api's Canary at rev, its webhooks written at hooked.
-func writtenCanary(hooked time.Time) Canary {
-	c := canary("auth-api", PhaseSucceeded)
+func writtenCanary(hooked time.Time) release.Canary {
+	c := canary("auth-api", release.PhaseSucceeded)
 	c.WebhooksWrittenAt = hooked
 	return c
 }
@@ -266,26 +243,26 @@ func TestTemplateOfRevision(t *testing.T) {
 	}
 }
 
-func pod(name string, ready bool, restarts int) Pod {
-	return Pod{Name: name, Ready: ready, Restarts: restarts, Running: true, Labels: map[string]string{"app.kubernetes.io/instance": "auth-api"}}
+func pod(name string, ready bool, restarts int) release.Pod {
+	return release.Pod{Name: name, Ready: ready, Restarts: restarts, Running: true, Labels: map[string]string{"app.kubernetes.io/instance": "auth-api"}}
 }
 
 func TestChecks(t *testing.T) {
 	cases := []struct {
 		name    string
-		pods    []Pod
+		pods    []release.Pod
 		outcome Outcome
 		reason  string
 	}{
 		{"a new copy with no pod", nil, NotYet, "has no pod"},
-		{"a pod not ready", []Pod{pod("a", true, 0), pod("b", false, 0)}, NotYet, "pod b not ready (1 of 2 ready)"},
-		{"a pod that restarted", []Pod{pod("a", true, 0), pod("b", true, 1)}, NotYet, "pod b restarted 1 times"},
-		{"every pod ready, none restarted", []Pod{pod("a", true, 0), pod("b", true, 0)}, Yes, "2 pods ready"},
-		{"the only pod ready but being deleted: no pod", []Pod{deleting(pod("a", true, 0))}, NotYet, "has no pod"},
-		{"a pod being deleted is not counted ready", []Pod{pod("a", true, 0), deleting(pod("b", true, 0)), pod("c", false, 0)},
+		{"a pod not ready", []release.Pod{pod("a", true, 0), pod("b", false, 0)}, NotYet, "pod b not ready (1 of 2 ready)"},
+		{"a pod that restarted", []release.Pod{pod("a", true, 0), pod("b", true, 1)}, NotYet, "pod b restarted 1 times"},
+		{"every pod ready, none restarted", []release.Pod{pod("a", true, 0), pod("b", true, 0)}, Yes, "2 pods ready"},
+		{"the only pod ready but being deleted: no pod", []release.Pod{deleting(pod("a", true, 0))}, NotYet, "has no pod"},
+		{"a pod being deleted is not counted ready", []release.Pod{pod("a", true, 0), deleting(pod("b", true, 0)), pod("c", false, 0)},
 			NotYet, "pod c not ready (1 of 2 ready)"},
-		{"a pod being deleted beside ready ones is left out", []Pod{pod("a", true, 0), deleting(pod("b", true, 0))}, Yes, "1 pods ready"},
-		{"a pod being deleted still counts its restarts against a yes", []Pod{pod("a", true, 0), deleting(pod("b", true, 2))},
+		{"a pod being deleted beside ready ones is left out", []release.Pod{pod("a", true, 0), deleting(pod("b", true, 0))}, Yes, "1 pods ready"},
+		{"a pod being deleted still counts its restarts against a yes", []release.Pod{pod("a", true, 0), deleting(pod("b", true, 2))},
 			NotYet, "pod b restarted 2 times"},
 	}
 	for _, c := range cases {
@@ -294,115 +271,77 @@ func TestChecks(t *testing.T) {
 }
 
 // deleting is p with a deletion timestamp: Terminating until its kubelet confirms.
-func deleting(p Pod) Pod { p.Terminating = true; return p }
+func deleting(p release.Pod) release.Pod { p.Terminating = true; return p }
 
-func container(image string, env ...EnvVar) Container {
-	return Container{Name: "app", Image: image, Command: []string{"/app"}, Args: []string{"serve"}, Env: env}
+func container(image string, env ...release.EnvVar) release.Container {
+	return release.Container{Name: "app", Image: image, Command: []string{"/app"}, Args: []string{"serve"}, Env: env}
 }
 
-func deployment(name string, cs ...Container) *Deployment {
-	return &Deployment{Name: name, Selector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/instance": name}), Containers: cs}
-}
-
-func TestSameProgram(t *testing.T) {
-	cmRef := func(name string) EnvVar {
-		return EnvVar{Name: "C", From: &EnvSource{Kind: "configMap", Name: name, Key: "k"}}
-	}
-	fieldRef := func(name string) EnvVar { return EnvVar{Name: "F", From: &EnvSource{Kind: "field", Name: name}} }
-	base := container("img:1", EnvVar{Name: "A", Value: "1"})
-	cases := []struct {
-		name            string
-		target, primary []Container
-		diff            string
-	}{
-		{"the same program", []Container{base}, []Container{base}, ""},
-		{"another image", []Container{base}, []Container{container("img:2", EnvVar{Name: "A", Value: "1"})}, "image"},
-		{"another command", []Container{base}, []Container{{Name: "app", Image: "img:1", Command: []string{"/other"}, Args: []string{"serve"}, Env: base.Env}}, "command"},
-		{"other arguments", []Container{base}, []Container{{Name: "app", Image: "img:1", Command: []string{"/app"}, Env: base.Env}}, "arguments"},
-		{"another environment", []Container{base}, []Container{container("img:1", EnvVar{Name: "A", Value: "2"})}, "environment"},
-		{"a tracked ConfigMap renamed by Flagger", []Container{container("i", cmRef("cfg"))}, []Container{container("i", cmRef("cfg-primary"))}, ""},
-		{"another ConfigMap", []Container{container("i", cmRef("cfg"))}, []Container{container("i", cmRef("other"))}, "environment"},
-		{"a field reference is never renamed", []Container{container("i", fieldRef("a"))}, []Container{container("i", fieldRef("a-primary"))}, "environment"},
-		{"a literal against a reference", []Container{container("i", EnvVar{Name: "C"})}, []Container{container("i", cmRef("cfg"))}, "environment"},
-		{"envFrom renamed by Flagger", []Container{{Name: "app", EnvFrom: []EnvSource{{Kind: "secret", Name: "s"}}}}, []Container{{Name: "app", EnvFrom: []EnvSource{{Kind: "secret", Name: "s-primary"}}}}, ""},
-		{"envFrom of another Secret", []Container{{Name: "app", EnvFrom: []EnvSource{{Kind: "secret", Name: "s"}}}}, []Container{{Name: "app", EnvFrom: []EnvSource{{Kind: "secret", Name: "t"}}}}, "environment"},
-		{"another container count", []Container{base}, []Container{base, base}, "1 containers, primary has 2"},
-		{"containers in another order", []Container{base, {Name: "side"}}, []Container{{Name: "side"}, base}, "container 0 is app"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := SameProgram(Deployment{Containers: c.target}, Deployment{Containers: c.primary})
-			if (got == "") != (c.diff == "") || !strings.Contains(got, c.diff) {
-				t.Fatalf("SameProgram = %q, want %q", got, c.diff)
-			}
-		})
-	}
-	if d := SameProgram(Deployment{InitContainers: []Container{base}}, Deployment{}); !strings.Contains(d, "init container") {
-		t.Fatalf("init containers not compared: %q", d)
-	}
+func deployment(name string, cs ...release.Container) *release.Deployment {
+	return &release.Deployment{Name: name, Selector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/instance": name}), Containers: cs}
 }
 
 // barrier builds the two members of auth for the barrier: the asking auth-api
 // and the other member auth-ui.
-func barrier(own Canary, other MemberState) []MemberState {
-	return []MemberState{{Process: "auth-api", Canary: own, HasCanary: true, Asked: rev}, other}
+func barrier(own release.Canary, other release.MemberState) []release.MemberState {
+	return []release.MemberState{{Process: "auth-api", Canary: own, HasCanary: true, Asked: rev}, other}
 }
 
-func ui(phase, asked string) MemberState {
-	return MemberState{Process: "auth-ui", Canary: canary("auth-ui", phase), HasCanary: true, Asked: asked}
+func ui(phase, asked string) release.MemberState {
+	return release.MemberState{Process: "auth-ui", Canary: canary("auth-ui", phase), HasCanary: true, Asked: asked}
 }
 
-func unchangedUI() MemberState {
-	m := ui(PhaseSucceeded, "")
+func unchangedUI() release.MemberState {
+	m := ui(release.PhaseSucceeded, "")
 	m.Target = deployment("auth-ui", container("ui:1"))
 	m.Primary = deployment("auth-ui-primary", container("ui:1"))
 	return m
 }
 
 func TestMayPromote(t *testing.T) {
-	waiting := canary("auth-api", PhaseWaitingPromotion)
-	analysed := canary("auth-api", PhaseProgressing)
+	waiting := canary("auth-api", release.PhaseWaitingPromotion)
+	analysed := canary("auth-api", release.PhaseProgressing)
 	analysed.Iterations = 4
-	midway := canary("auth-api", PhaseProgressing)
+	midway := canary("auth-api", release.PhaseProgressing)
 	midway.Iterations = 2
 	changedUI := unchangedUI()
 	changedUI.Target = deployment("auth-ui", container("ui:2"))
 	unpromotedUI := unchangedUI()
 	unpromotedUI.Canary.LastAppliedSpec = "b"
 	initialisedUI := unchangedUI()
-	initialisedUI.Canary.Phase = PhaseInitialized
+	initialisedUI.Canary.Phase = release.PhaseInitialized
 	noPrimaryUI := unchangedUI()
 	noPrimaryUI.Primary = nil
 	noTargetUI := unchangedUI()
 	noTargetUI.Target = nil
-	otherRevUI := ui(PhaseWaitingPromotion, rev)
+	otherRevUI := ui(release.PhaseWaitingPromotion, rev)
 	otherRevUI.Canary.Webhooks = hooks("auth", prevRev)
-	otherAppUI := ui(PhaseWaitingPromotion, rev)
+	otherAppUI := ui(release.PhaseWaitingPromotion, rev)
 	otherAppUI.Canary.Webhooks = hooks("billing", rev)
 
 	cases := []struct {
 		name    string
-		members []MemberState
+		members []release.MemberState
 		outcome Outcome
 		reason  string
 	}{
-		{"every member passed for this revision", barrier(waiting, ui(PhaseWaitingPromotion, rev)), Yes, "barrier open"},
-		{"a member past promotion counts as passed", barrier(waiting, ui(PhasePromoting, rev)), Yes, "barrier open"},
-		{"a member finalising counts as passed", barrier(waiting, ui(PhaseFinalising, rev)), Yes, "barrier open"},
-		{"a member promoted at this revision counts as passed", barrier(waiting, ui(PhaseSucceeded, rev)), Yes, "barrier open"},
-		{"the asking member analysed with every iteration counted", barrier(analysed, ui(PhaseWaitingPromotion, rev)), Yes, "barrier open"},
-		{"the asking member still analysed", barrier(midway, ui(PhaseWaitingPromotion, rev)), NotYet, "auth-api is Progressing (2 of 4 iterations)"},
-		{"another member still analysed", barrier(waiting, ui(PhaseProgressing, rev)), NotYet, "auth-ui is Progressing"},
-		{"another member failed", barrier(waiting, ui(PhaseFailed, rev)), NotYet, "auth-ui is Failed"},
-		{"a waiting member that has not asked at this revision", barrier(waiting, ui(PhaseWaitingPromotion, prevRev)), NotYet, "auth-ui is WaitingPromotion but has not asked at " + tag},
-		{"a waiting member after the gate restarted", barrier(waiting, ui(PhaseWaitingPromotion, "")), NotYet, "has not asked"},
+		{"every member passed for this revision", barrier(waiting, ui(release.PhaseWaitingPromotion, rev)), Yes, "barrier open"},
+		{"a member past promotion counts as passed", barrier(waiting, ui(release.PhasePromoting, rev)), Yes, "barrier open"},
+		{"a member finalising counts as passed", barrier(waiting, ui(release.PhaseFinalising, rev)), Yes, "barrier open"},
+		{"a member promoted at this revision counts as passed", barrier(waiting, ui(release.PhaseSucceeded, rev)), Yes, "barrier open"},
+		{"the asking member analysed with every iteration counted", barrier(analysed, ui(release.PhaseWaitingPromotion, rev)), Yes, "barrier open"},
+		{"the asking member still analysed", barrier(midway, ui(release.PhaseWaitingPromotion, rev)), NotYet, "auth-api is Progressing (2 of 4 iterations)"},
+		{"another member still analysed", barrier(waiting, ui(release.PhaseProgressing, rev)), NotYet, "auth-ui is Progressing"},
+		{"another member failed", barrier(waiting, ui(release.PhaseFailed, rev)), NotYet, "auth-ui is Failed"},
+		{"a waiting member that has not asked at this revision", barrier(waiting, ui(release.PhaseWaitingPromotion, prevRev)), NotYet, "auth-ui is WaitingPromotion but has not asked at " + tag},
+		{"a waiting member after the gate restarted", barrier(waiting, ui(release.PhaseWaitingPromotion, "")), NotYet, "has not asked"},
 		{"a member that did not change", barrier(waiting, unchangedUI()), Yes, "barrier open"},
 		{"a member initialised and unchanged", barrier(waiting, initialisedUI), Yes, "barrier open"},
 		{"a member whose Deployment just changed, a tick ahead of Flagger", barrier(waiting, changedUI), NotYet, "primary does not run what its Deployment holds (container app image)"},
 		{"a member whose spec Flagger has not promoted", barrier(waiting, unpromotedUI), NotYet, "has a spec Flagger has not promoted"},
 		{"a member with no primary", barrier(waiting, noPrimaryUI), NotYet, "has no primary auth-ui-primary"},
 		{"a member with no Deployment", barrier(waiting, noTargetUI), NotYet, "has no Deployment auth-ui"},
-		{"a member with no Canary", barrier(waiting, MemberState{Process: "auth-ui"}), NotYet, "auth-ui has no Canary"},
+		{"a member with no Canary", barrier(waiting, release.MemberState{Process: "auth-ui"}), NotYet, "auth-ui has no Canary"},
 		{"a member whose Canary carries another revision", barrier(waiting, otherRevUI), NotYet, "auth-ui does not carry revision " + tag},
 		{"a member whose Canary is another Application's", barrier(waiting, otherAppUI), Unanswerable, "belongs to Application billing"},
 	}
@@ -412,57 +351,48 @@ func TestMayPromote(t *testing.T) {
 }
 
 func TestRollback(t *testing.T) {
-	own := func(phase string, pods ...Pod) MemberState {
-		return MemberState{Process: "auth-api", Canary: canary("auth-api", phase), HasCanary: true, Pods: pods}
+	own := func(phase string, pods ...release.Pod) release.MemberState {
+		return release.MemberState{Process: "auth-api", Canary: canary("auth-api", phase), HasCanary: true, Pods: pods}
 	}
-	other := func(phase string, pods ...Pod) []MemberState {
+	other := func(phase string, pods ...release.Pod) []release.MemberState {
 		m := ui(phase, rev)
 		m.Pods = pods
-		return []MemberState{m}
+		return []release.MemberState{m}
 	}
-	otherRev := other(PhaseFailed)
+	otherRev := other(release.PhaseFailed)
 	otherRev[0].Canary.Webhooks = hooks("auth", prevRev)
-	otherApp := other(PhaseProgressing)
+	otherApp := other(release.PhaseProgressing)
 	otherApp[0].Canary.Webhooks = hooks("billing", rev)
 	cases := []struct {
 		name    string
-		own     MemberState
-		others  []MemberState
+		own     release.MemberState
+		others  []release.MemberState
 		outcome Outcome
 		reason  string
 	}{
-		{"own pod restarted 3 times while analysed", own(PhaseProgressing, pod("a", false, 3)), nil, Yes, "pod a of new copy auth-api restarted 3 times"},
-		{"own pods restarted less than 3 times", own(PhaseProgressing, pod("a", true, 2)), other(PhaseProgressing), NotYet, "can still pass"},
-		{"another member failed at this revision", own(PhaseProgressing, pod("a", true, 0)), other(PhaseFailed), Yes, "auth-ui failed its analysis"},
-		{"another member's pod restarted 3 times", own(PhaseProgressing, pod("a", true, 0)), other(PhaseProgressing, pod("u", true, 4)), Yes, "pod u of new copy auth-ui restarted 4 times"},
-		{"another member failed at another revision", own(PhaseProgressing, pod("a", true, 0)), otherRev, NotYet, "can still pass"},
-		{"another member failed at this revision without asking anything (its copy never became ready)", own(PhaseProgressing, pod("a", true, 0)),
-			func() []MemberState { m := other(PhaseFailed); m[0].Asked = ""; return m }(), Yes, "auth-ui failed its analysis"},
-		{"another member's Canary belongs to another Application", own(PhaseProgressing, pod("a", true, 0)), otherApp, Unanswerable, "Canary auth-ui belongs to Application billing"},
-		{"at the barrier with a ready new copy", own(PhaseWaitingPromotion, pod("a", true, 0)), other(PhaseFailed), Yes, "auth-ui failed"},
-		{"at the barrier without a ready new copy", own(PhaseWaitingPromotion, pod("a", false, 5)), other(PhaseFailed), NotYet, "waits at the barrier without a ready new copy"},
-		{"at the barrier with no pod", own(PhaseWaitingPromotion), other(PhaseFailed), NotYet, "without a ready new copy"},
-		{"waiting to start", own(PhaseWaiting, pod("a", false, 5)), other(PhaseFailed), NotYet, "auth-api is Waiting, neither analysed nor at the barrier"},
-		{"succeeded", own(PhaseSucceeded), other(PhaseFailed), NotYet, "neither analysed"},
-		{"failed already", own(PhaseFailed), nil, NotYet, "neither analysed"},
+		{"own pod restarted 3 times while analysed", own(release.PhaseProgressing, pod("a", false, 3)), nil, Yes, "pod a of new copy auth-api restarted 3 times"},
+		{"own pods restarted less than 3 times", own(release.PhaseProgressing, pod("a", true, 2)), other(release.PhaseProgressing), NotYet, "can still pass"},
+		{"another member failed at this revision", own(release.PhaseProgressing, pod("a", true, 0)), other(release.PhaseFailed), Yes, "auth-ui failed its analysis"},
+		{"another member's pod restarted 3 times", own(release.PhaseProgressing, pod("a", true, 0)), other(release.PhaseProgressing, pod("u", true, 4)), Yes, "pod u of new copy auth-ui restarted 4 times"},
+		{"another member failed at another revision", own(release.PhaseProgressing, pod("a", true, 0)), otherRev, NotYet, "can still pass"},
+		{"another member failed at this revision without asking anything (its copy never became ready)", own(release.PhaseProgressing, pod("a", true, 0)),
+			func() []release.MemberState { m := other(release.PhaseFailed); m[0].Asked = ""; return m }(), Yes, "auth-ui failed its analysis"},
+		{"another member's Canary belongs to another Application", own(release.PhaseProgressing, pod("a", true, 0)), otherApp, Unanswerable, "Canary auth-ui belongs to Application billing"},
+		{"at the barrier with a ready new copy", own(release.PhaseWaitingPromotion, pod("a", true, 0)), other(release.PhaseFailed), Yes, "auth-ui failed"},
+		{"at the barrier without a ready new copy", own(release.PhaseWaitingPromotion, pod("a", false, 5)), other(release.PhaseFailed), NotYet, "waits at the barrier without a ready new copy"},
+		{"at the barrier with no pod", own(release.PhaseWaitingPromotion), other(release.PhaseFailed), NotYet, "without a ready new copy"},
+		{"waiting to start", own(release.PhaseWaiting, pod("a", false, 5)), other(release.PhaseFailed), NotYet, "auth-api is Waiting, neither analysed nor at the barrier"},
+		{"succeeded", own(release.PhaseSucceeded), other(release.PhaseFailed), NotYet, "neither analysed"},
+		{"failed already", own(release.PhaseFailed), nil, NotYet, "neither analysed"},
 		{"without a phase", own(""), nil, NotYet, "without a phase"},
-		{"own pod being deleted still counts its restarts", own(PhaseProgressing, deleting(pod("a", true, 3))), nil, Yes, "pod a of new copy auth-api restarted 3 times"},
-		{"another member's pod being deleted still counts its restarts", own(PhaseProgressing, pod("a", true, 0)),
-			other(PhaseProgressing, deleting(pod("u", true, 3))), Yes, "pod u of new copy auth-ui restarted 3 times"},
-		{"at the barrier with only a pod being deleted: no ready new copy", own(PhaseWaitingPromotion, deleting(pod("a", true, 0))),
-			other(PhaseFailed), NotYet, "without a ready new copy"},
+		{"own pod being deleted still counts its restarts", own(release.PhaseProgressing, deleting(pod("a", true, 3))), nil, Yes, "pod a of new copy auth-api restarted 3 times"},
+		{"another member's pod being deleted still counts its restarts", own(release.PhaseProgressing, pod("a", true, 0)),
+			other(release.PhaseProgressing, deleting(pod("u", true, 3))), Yes, "pod u of new copy auth-ui restarted 3 times"},
+		{"at the barrier with only a pod being deleted: no ready new copy", own(release.PhaseWaitingPromotion, deleting(pod("a", true, 0))),
+			other(release.PhaseFailed), NotYet, "without a ready new copy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { want(t, Rollback(ask, c.own, c.others), c.outcome, c.reason) })
-	}
-}
-
-func TestRevisionTag(t *testing.T) {
-	if got := RevisionTag(rev); got != tag {
-		t.Fatalf("RevisionTag = %q", got)
-	}
-	if got := RevisionTag("sha256:abc"); got != "" {
-		t.Fatalf("RevisionTag of a short revision = %q", got)
 	}
 }
 
@@ -470,44 +400,5 @@ func TestListKeepsReasonsShort(t *testing.T) {
 	got := list([]string{"a", "b", "c", "d", "e", "f", "g"})
 	if got != "a; b; c; d; e; and 2 more" {
 		t.Fatalf("list = %q", got)
-	}
-}
-
-func TestMovedConfigs(t *testing.T) {
-	ref := func(name string) EnvVar {
-		return EnvVar{Name: "C", From: &EnvSource{Kind: "configMap", Name: name, Key: "k"}}
-	}
-	whole := func(name string) Container {
-		c := container("ui:1")
-		c.EnvFrom = []EnvSource{{Kind: "configMap", Name: name}}
-		return c
-	}
-	cm := func(name, mode string) ConfigMap { return ConfigMap{Name: name, Data: map[string]string{"MODE": mode}} }
-	target, primary := deployment("ui", container("ui:1", ref("ui-env"))), deployment("ui-primary", container("ui:1", ref("ui-env-primary")))
-	for _, c := range []struct {
-		name            string
-		target, primary *Deployment
-		configs         []ConfigMap
-		want            []string
-	}{
-		{"the copy holds what the ConfigMap holds", target, primary, []ConfigMap{cm("ui-env", "lite"), cm("ui-env-primary", "lite")}, nil},
-		{"a key changed since the promotion", target, primary, []ConfigMap{cm("ui-env", "full"), cm("ui-env-primary", "lite")}, []string{"ui-env"}},
-		{"binary data, which Flagger does not copy, is no change", target, primary, []ConfigMap{
-			{Name: "ui-env", Data: map[string]string{"MODE": "lite"}, BinaryData: map[string][]byte{"cert": {1}}},
-			{Name: "ui-env-primary", Data: map[string]string{"MODE": "lite"}}}, nil},
-		{"no copy yet", target, primary, []ConfigMap{cm("ui-env", "full")}, []string{"ui-env"}},
-		{"taken whole (envFrom)", deployment("ui", whole("ui-env")), deployment("ui-primary", whole("ui-env-primary")),
-			[]ConfigMap{cm("ui-env", "full"), cm("ui-env-primary", "lite")}, []string{"ui-env"}},
-		{"shared, not tracked: one ConfigMap for both", target, deployment("ui-primary", container("ui:1", ref("ui-env"))),
-			[]ConfigMap{cm("ui-env", "full")}, nil},
-	} {
-		if got := MovedConfigs(*c.target, *c.primary, ConfigsByName(c.configs)); !slices.Equal(got, c.want) {
-			t.Errorf("%s: moved %q, want %q", c.name, got, c.want)
-		}
-	}
-	m := unchangedUI()
-	m.MovedConfigs = []string{"ui-env"}
-	if same, why := Unchanged(m); same || !strings.Contains(why, "configMap ui-env changed") {
-		t.Errorf("a member whose ConfigMap moved: unchanged %v (%s)", same, why)
 	}
 }

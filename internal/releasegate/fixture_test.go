@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -54,7 +56,7 @@ type app struct {
 	// inputsApp is the part-of label of the inputs; name when empty.
 	inputsApp string
 	noInputs  bool
-	record    *releasegate.Record
+	record    *release.Record
 	// noCanaries leaves every Canary out, as Flux's apply is before it
 	// reaches the custom resources.
 	noCanaries bool
@@ -175,7 +177,7 @@ data:
 			}
 			annotations := ""
 			if m.templateRevision != "" && d.name == m.process {
-				annotations = fmt.Sprintf(", annotations: {%s: %q}", releasegate.RevisionAnnotation, m.templateRevision)
+				annotations = fmt.Sprintf(", annotations: {%s: %q}", release.RevisionAnnotation, m.templateRevision)
 			}
 			envFrom := ""
 			if m.envConfig != "" {
@@ -260,7 +262,7 @@ status:
 kind: ConfigMap
 metadata: {name: %s, namespace: %s}
 data:
-  %s: %q`, releasegate.RecordConfigMap(a.ns, a.name), gateNS, releasegate.RecordKey, releasegate.EncodeRecord(*a.record)[releasegate.RecordKey])
+  %s: %q`, release.RecordConfigMap(a.ns, a.name), gateNS, release.RecordKey, release.EncodeRecord(*a.record)[release.RecordKey])
 	}
 	return b.String()
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
@@ -41,7 +43,6 @@ const (
 	replyNotFlagger   = "the release gate answers Flagger alone"
 	replyUnanswerable = "the release gate cannot answer this question now; its log names the cause"
 	replyBodyTooLarge = "the payload is too large"
-	primarySuffix     = "-primary"
 )
 
 // Gate answers Flagger's webhooks. It holds the cluster reader and the notes
@@ -150,20 +151,20 @@ func (g *Gate) Ready(ctx context.Context) error {
 // formed, about a member of gated Application at the revision its Canary
 // carries.
 type asked struct {
-	q   Question
-	in  *Inputs
-	own Canary
+	q   release.Question
+	in  *release.Inputs
+	own release.Canary
 	// canaries are the Canaries of the Application's namespace.
-	canaries []Canary
+	canaries []release.Canary
 	// configMaps are the namespace's ConfigMaps, where the webhook lists them.
-	configMaps []ConfigMap
+	configMaps []release.ConfigMap
 }
 
 // decision is one webhook's own part. It is handed the question as soon as the
 // payload reads, starts the reads that need nothing but the question, and
 // returns the step that decides once the common reads identified the member.
 // Reads of one answer thus run side by side, not one after another.
-type decision func(ctx context.Context, q Question) func(a asked) (Answer, error)
+type decision func(ctx context.Context, q release.Question) func(a asked) (Answer, error)
 
 // routeOptions say what a webhook's question shows and needs beyond the
 // reads every webhook shares.
@@ -192,7 +193,7 @@ func (g *Gate) handle(webhook string, opts routeOptions, decide decision) http.H
 			return
 		}
 
-		q, err := DecodeQuestion(r.Body)
+		q, err := release.DecodeQuestion(r.Body)
 		if err != nil {
 			if server.TooLarge(err) {
 				server.Answer(w, http.StatusRequestEntityTooLarge, replyBodyTooLarge)
@@ -226,27 +227,27 @@ func (g *Gate) handle(webhook string, opts routeOptions, decide decision) http.H
 // Canaries of the Application's namespace, side by side. ok is false when the
 // question is refused before the webhook's own decision, with refusal saying
 // why.
-func (g *Gate) identify(ctx context.Context, q Question, listConfigMaps bool) (a asked, refusal Answer, ok bool, err error) {
-	canaries := async(func() ([]Canary, error) { return g.cluster.CanariesIn(ctx, q.Namespace) })
-	var cm ConfigMap
-	var configMaps []ConfigMap
+func (g *Gate) identify(ctx context.Context, q release.Question, listConfigMaps bool) (a asked, refusal Answer, ok bool, err error) {
+	canaries := async(func() ([]release.Canary, error) { return g.cluster.CanariesIn(ctx, q.Namespace) })
+	var cm release.ConfigMap
+	var configMaps []release.ConfigMap
 	if listConfigMaps {
 		configMaps, err = g.cluster.ConfigMapsIn(ctx, q.Namespace)
 		if err == nil {
-			cm, err = configMapNamed(configMaps, InputsConfigMap(q.Application))
+			cm, err = configMapNamed(configMaps, release.InputsConfigMap(q.Application))
 		}
 	} else {
-		cm, err = g.cluster.ConfigMap(ctx, q.Namespace, InputsConfigMap(q.Application))
+		cm, err = g.cluster.ConfigMap(ctx, q.Namespace, release.InputsConfigMap(q.Application))
 	}
 	if err != nil {
-		return asked{}, Answer{}, false, fmt.Errorf("read the inputs %s/%s: %w", q.Namespace, InputsConfigMap(q.Application), err)
+		return asked{}, Answer{}, false, fmt.Errorf("read the inputs %s/%s: %w", q.Namespace, release.InputsConfigMap(q.Application), err)
 	}
-	in, err := CheckInputs(q.Application, cm)
+	in, err := release.CheckInputs(q.Application, cm)
 	if err != nil {
 		return asked{}, Answer{}, false, err
 	}
 	if _, member := in.Member(q.Process); !member {
-		refusal, _ = Identify(q, in, Canary{}, false)
+		refusal, _ = Identify(q, in, release.Canary{}, false)
 		return asked{}, refusal, false, nil
 	}
 	cs, err := canaries.get()
@@ -261,13 +262,13 @@ func (g *Gate) identify(ctx context.Context, q Question, listConfigMaps bool) (a
 }
 
 // configMapNamed picks name out of a list; ErrNotFound when it is not there.
-func configMapNamed(cms []ConfigMap, name string) (ConfigMap, error) {
+func configMapNamed(cms []release.ConfigMap, name string) (release.ConfigMap, error) {
 	for _, cm := range cms {
 		if cm.Name == name {
 			return cm, nil
 		}
 	}
-	return ConfigMap{}, fmt.Errorf("ConfigMap %s: %w", name, ErrNotFound)
+	return release.ConfigMap{}, fmt.Errorf("ConfigMap %s: %w", name, release.ErrNotFound)
 }
 
 // fromFlagger decides by the connection's source address alone: Flagger
@@ -308,18 +309,18 @@ func (g *Gate) cannot(ctx context.Context, w http.ResponseWriter, log *slog.Logg
 // namespace and a list of pods that holds the copies' pods, side by side.
 // Each copy's own selector then picks its pods out of that list.
 type copies struct {
-	deployments *future[[]Deployment]
-	pods        *future[[]Pod]
+	deployments *future[[]release.Deployment]
+	pods        *future[[]release.Pod]
 	// listedBy is the labels the pods were listed by.
 	listedBy labels.Set
 }
 
 // readCopies lists the namespace's Deployments and the pods carrying
 // listedBy.
-func (g *Gate) readCopies(ctx context.Context, q Question, listedBy labels.Set) copies {
+func (g *Gate) readCopies(ctx context.Context, q release.Question, listedBy labels.Set) copies {
 	return copies{
 		deployments: g.readDeployments(ctx, q),
-		pods: async(func() ([]Pod, error) {
+		pods: async(func() ([]release.Pod, error) {
 			pods, err := g.cluster.Pods(ctx, q.Namespace, labels.SelectorFromSet(listedBy))
 			if err != nil {
 				return nil, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Application, err)
@@ -334,16 +335,18 @@ func (g *Gate) readCopies(ctx context.Context, q Question, listedBy labels.Set) 
 // render puts in every selector and on every pod, and which no one can take
 // off a pod without orphaning it: a list by it holds every pod the new copy's
 // selector matches.
-func byInstance(q Question) labels.Set { return labels.Set{LabelInstance: q.Process} }
+func byInstance(q release.Question) labels.Set { return labels.Set{release.LabelInstance: q.Process} }
 
 // byApplication lists the pods of every member at once, by the part-of label
 // the render puts on every pod template. part-of is no selector, so a pod
 // relabelled by hand can be missed; only /rollback reads this way, where a
 // pod missed can only keep a release where it is.
-func byApplication(q Question) labels.Set { return labels.Set{LabelPartOf: q.Application} }
+func byApplication(q release.Question) labels.Set {
+	return labels.Set{release.LabelPartOf: q.Application}
+}
 
-func (g *Gate) readDeployments(ctx context.Context, q Question) *future[[]Deployment] {
-	return async(func() ([]Deployment, error) {
+func (g *Gate) readDeployments(ctx context.Context, q release.Question) *future[[]release.Deployment] {
+	return async(func() ([]release.Deployment, error) {
 		ds, err := g.cluster.DeploymentsIn(ctx, q.Namespace)
 		if err != nil {
 			return nil, fmt.Errorf("list the Deployments of %s: %w", q.Namespace, err)
@@ -354,7 +357,7 @@ func (g *Gate) readDeployments(ctx context.Context, q Question) *future[[]Deploy
 
 // newCopy is the asking member's new copy, its Deployment <process>, and
 // the pods its selector matches among those listed.
-func (c copies) newCopy(q Question) (ds []Deployment, all, own []Pod, target *Deployment, err error) {
+func (c copies) newCopy(q release.Question) (ds []release.Deployment, all, own []release.Pod, target *release.Deployment, err error) {
 	if ds, err = c.deployments.get(); err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -362,7 +365,7 @@ func (c copies) newCopy(q Question) (ds []Deployment, all, own []Pod, target *De
 		return nil, nil, nil, nil, err
 	}
 	if target = deploymentNamed(ds, q.Process); target == nil {
-		return nil, nil, nil, nil, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, ErrNotFound)
+		return nil, nil, nil, nil, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, release.ErrNotFound)
 	}
 	return ds, all, selectPods(all, target.Selector), target, nil
 }
@@ -371,7 +374,7 @@ func (c copies) newCopy(q Question) (ds []Deployment, all, own []Pod, target *De
 // Where the selector does not itself require the labels the pods were listed
 // by (a Deployment deploy-kit did not render), the list may lack some of
 // them, and they are listed again by the selector.
-func (g *Gate) newCopyPods(ctx context.Context, q Question, c copies) ([]Pod, error) {
+func (g *Gate) newCopyPods(ctx context.Context, q release.Question, c copies) ([]release.Pod, error) {
 	_, _, own, target, err := c.newCopy(q)
 	if err != nil || requires(target.Selector, c.listedBy) {
 		return own, err
@@ -393,7 +396,7 @@ func requires(sel labels.Selector, set labels.Set) bool {
 	return true
 }
 
-func (g *Gate) checks(ctx context.Context, q Question) func(asked) (Answer, error) {
+func (g *Gate) checks(ctx context.Context, q release.Question) func(asked) (Answer, error) {
 	reads := g.readCopies(ctx, q, byInstance(q))
 	steps := g.readSteps(ctx, q, reads.deployments)
 	return func(a asked) (Answer, error) {
@@ -410,27 +413,27 @@ func (g *Gate) checks(ctx context.Context, q Question) func(asked) (Answer, erro
 
 // members is every member's state as the namespace's Canaries and the notes
 // hold it.
-func (g *Gate) members(a asked) []MemberState {
-	out := make([]MemberState, 0, len(a.in.Members))
+func (g *Gate) members(a asked) []release.MemberState {
+	out := make([]release.MemberState, 0, len(a.in.Members))
 	for _, m := range a.in.Members {
-		s := MemberState{Process: m.Process, Asked: g.notes.lastAsked(a.q, m.Process)}
+		s := release.MemberState{Process: m.Process, Asked: g.notes.lastAsked(a.q, m.Process)}
 		s.Canary, s.HasCanary = canaryNamed(a.canaries, m.Process)
 		out = append(out, s)
 	}
 	return out
 }
 
-func canaryNamed(cs []Canary, name string) (Canary, bool) {
+func canaryNamed(cs []release.Canary, name string) (release.Canary, bool) {
 	for _, c := range cs {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return Canary{}, false
+	return release.Canary{}, false
 }
 
 // deploymentNamed is the Deployment name among ds; nil when it is not there.
-func deploymentNamed(ds []Deployment, name string) *Deployment {
+func deploymentNamed(ds []release.Deployment, name string) *release.Deployment {
 	for i := range ds {
 		if ds[i].Name == name {
 			return &ds[i]
@@ -442,7 +445,7 @@ func deploymentNamed(ds []Deployment, name string) *Deployment {
 // mayPromote lists the Deployments beside the common reads: the asking
 // member's template is held to may-start's rule, and a member that may not
 // have changed has its copies compared.
-func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, error) {
+func (g *Gate) mayPromote(ctx context.Context, q release.Question) func(asked) (Answer, error) {
 	deployments := g.readDeployments(ctx, q)
 	steps := g.readSteps(ctx, q, deployments)
 	return func(a asked) (Answer, error) {
@@ -450,7 +453,7 @@ func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, 
 			return started, err
 		}
 		members := g.members(a)
-		configs := ConfigsByName(a.configMaps)
+		configs := release.ConfigsByName(a.configMaps)
 		for i, m := range members {
 			if m.Process == a.q.Process || !m.HasCanary || PassedOnRecord(a.q, m) {
 				continue
@@ -458,7 +461,7 @@ func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, 
 			if _, ok := memberOfRelease(a.q, m); !ok {
 				continue
 			}
-			if m.Canary.Phase != PhaseInitialized && m.Canary.Phase != PhaseSucceeded {
+			if m.Canary.Phase != release.PhaseInitialized && m.Canary.Phase != release.PhaseSucceeded {
 				continue
 			}
 			ds, err := deployments.get()
@@ -466,20 +469,20 @@ func (g *Gate) mayPromote(ctx context.Context, q Question) func(asked) (Answer, 
 				return Answer{}, err
 			}
 			members[i].Target = deploymentNamed(ds, m.Process)
-			members[i].Primary = deploymentNamed(ds, m.Process+primarySuffix)
+			members[i].Primary = deploymentNamed(ds, m.Process+release.PrimarySuffix)
 			if t, p := members[i].Target, members[i].Primary; t != nil && p != nil {
-				members[i].MovedConfigs = MovedConfigs(*t, *p, configs)
+				members[i].MovedConfigs = release.MovedConfigs(*t, *p, configs)
 			}
 		}
 		return g.checkProtected(ctx, a, members, MayPromote(a.q, a.in, members))
 	}
 }
 
-func (g *Gate) rollback(ctx context.Context, q Question) func(asked) (Answer, error) {
+func (g *Gate) rollback(ctx context.Context, q release.Question) func(asked) (Answer, error) {
 	reads := g.readCopies(ctx, q, byApplication(q))
 	return func(a asked) (Answer, error) {
-		own := MemberState{Process: a.q.Process, Canary: a.own, HasCanary: true}
-		if p := a.own.Phase; p != PhaseProgressing && p != PhaseWaitingPromotion {
+		own := release.MemberState{Process: a.q.Process, Canary: a.own, HasCanary: true}
+		if p := a.own.Phase; p != release.PhaseProgressing && p != release.PhaseWaitingPromotion {
 			return Rollback(a.q, own, nil), nil
 		}
 		ds, pods, ownPods, _, err := reads.newCopy(q)
@@ -491,12 +494,12 @@ func (g *Gate) rollback(ctx context.Context, q Question) func(asked) (Answer, er
 		if ok, _ := RollbackEligible(own, ownCopy); !ok || ownCopy.MostRestarts >= RollbackRestarts {
 			return Rollback(a.q, own, nil), nil
 		}
-		others := make([]MemberState, 0, len(a.in.Members))
+		others := make([]release.MemberState, 0, len(a.in.Members))
 		for _, m := range g.members(a) {
 			if m.Process == a.q.Process {
 				continue
 			}
-			if _, ok := memberOfRelease(a.q, m); ok && m.Canary.Phase != PhaseFailed {
+			if _, ok := memberOfRelease(a.q, m); ok && m.Canary.Phase != release.PhaseFailed {
 				if d := deploymentNamed(ds, m.Process); d != nil {
 					m.Pods = selectPods(pods, d.Selector)
 				}
@@ -507,8 +510,8 @@ func (g *Gate) rollback(ctx context.Context, q Question) func(asked) (Answer, er
 	}
 }
 
-func selectPods(pods []Pod, sel labels.Selector) []Pod {
-	var out []Pod
+func selectPods(pods []release.Pod, sel labels.Selector) []release.Pod {
+	var out []release.Pod
 	for _, p := range pods {
 		if sel.Matches(labels.Set(p.Labels)) {
 			out = append(out, p)
@@ -552,14 +555,14 @@ type notes struct {
 	asked map[memberKey]string
 }
 
-func (n *notes) note(q Question) {
+func (n *notes) note(q release.Question) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.asked[memberKey{q.Namespace, q.Application, q.Process}] = q.Revision
 }
 
 // lastAsked returns the revision process, a member of q's Application, last asked at.
-func (n *notes) lastAsked(q Question, process string) string {
+func (n *notes) lastAsked(q release.Question, process string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.asked[memberKey{q.Namespace, q.Application, process}]

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -76,21 +77,21 @@ func TestWebhooks(t *testing.T) {
 			prepare: func(a *app) {
 				a.migration = true
 				a.jobs = []job{migrationJob(true, false)}
-				a.record = &releasegate.Record{Namespace: a.ns, Application: a.name, Serving: rev}
+				a.record = &release.Record{Namespace: a.ns, Application: a.name, Serving: rev}
 			},
 			path: "/may-start", status: http.StatusConflict,
 			reason: "waiting for the render: auth-api changed but its Canary still carries " + tag + ", which serves"},
 		{name: "may-start: at the revision that serves, a Deployment that runs what its primary runs",
 			prepare: func(a *app) {
 				a.member("auth-api").image = "api:1"
-				a.record = &releasegate.Record{Namespace: a.ns, Application: a.name, Serving: rev}
+				a.record = &release.Record{Namespace: a.ns, Application: a.name, Serving: rev}
 			},
 			path: "/may-start", status: http.StatusOK, reason: "no release step"},
 		{name: "may-start: at the revision that serves, a ConfigMap Flagger has not copied holds it",
 			prepare: func(a *app) {
 				m := a.member("auth-api")
 				m.image, m.envConfig, m.primaryEnvConfig = "api:1", "full", "lite"
-				a.record = &releasegate.Record{Namespace: a.ns, Application: a.name, Serving: rev}
+				a.record = &release.Record{Namespace: a.ns, Application: a.name, Serving: rev}
 			},
 			path: "/may-start", status: http.StatusConflict, reason: "which serves"},
 		{name: "may-start: a template marked with another revision",
@@ -101,7 +102,7 @@ func TestWebhooks(t *testing.T) {
 			prepare: func(a *app) { a.member("auth-api").templateRevision = rev },
 			path:    "/may-start", status: http.StatusOK, reason: "no release step"},
 		{name: "may-start: a record that does not decode",
-			prepare: func(a *app) { a.record = &releasegate.Record{Namespace: "elsewhere", Application: a.name} },
+			prepare: func(a *app) { a.record = &release.Record{Namespace: "elsewhere", Application: a.name} },
 			path:    "/may-start", status: http.StatusServiceUnavailable, reason: "cannot answer", cause: "names namespace"},
 		{name: "may-start: a down Job is never a step",
 			prepare: func(a *app) {

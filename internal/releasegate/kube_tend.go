@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,15 +25,15 @@ const listPage = 2000
 // Selectors of the round's lists: the render's fixed labels, so the API
 // server filters and the gate reads only what the render wrote.
 var (
-	renderedSelector = LabelManagedBy + "=" + ManagedBy + "," + LabelPartOf
-	partOfSelector   = LabelPartOf
+	renderedSelector = release.LabelManagedBy + "=" + release.ManagedBy + "," + release.LabelPartOf
+	partOfSelector   = release.LabelPartOf
 )
 
 // recordLabels mark a record ConfigMap as the gate's own.
 var recordLabels = map[string]string{
-	LabelName:      "release-record",
-	LabelPartOf:    "release-gate",
-	LabelManagedBy: "release-gate",
+	release.LabelName:      "release-record",
+	release.LabelPartOf:    "release-gate",
+	release.LabelManagedBy: "release-gate",
 }
 
 func conflict(err error) error {
@@ -60,7 +62,7 @@ func pages(ctx context.Context, list func(ctx context.Context, opts metav1.ListO
 func (k *Kube) GatedInputs(ctx context.Context) ([]InputsObject, error) {
 	var out []InputsObject
 	err := pages(ctx, func(ctx context.Context, opts metav1.ListOptions) (string, error) {
-		list, err := k.kube.CoreV1().ConfigMaps("").List(ctx, opts)
+		list, err := k.Core.CoreV1().ConfigMaps("").List(ctx, opts)
 		if err != nil {
 			return "", err
 		}
@@ -70,7 +72,7 @@ func (k *Kube) GatedInputs(ctx context.Context) ([]InputsObject, error) {
 			if !ok || app == "" {
 				continue
 			}
-			out = append(out, InputsObject{Namespace: cm.Namespace, Application: app, ConfigMap: ConfigMap{Labels: cm.Labels, Data: cm.Data}})
+			out = append(out, InputsObject{Namespace: cm.Namespace, Application: app, ConfigMap: release.ConfigMap{Labels: cm.Labels, Data: cm.Data}})
 		}
 		return list.Continue, nil
 	}, renderedSelector)
@@ -81,13 +83,13 @@ func (k *Kube) GatedInputs(ctx context.Context) ([]InputsObject, error) {
 func (k *Kube) Records(ctx context.Context, namespace string) ([]StoredRecord, error) {
 	var out []StoredRecord
 	err := pages(ctx, func(ctx context.Context, opts metav1.ListOptions) (string, error) {
-		list, err := k.kube.CoreV1().ConfigMaps(namespace).List(ctx, opts)
+		list, err := k.Core.CoreV1().ConfigMaps(namespace).List(ctx, opts)
 		if err != nil {
 			return "", err
 		}
 		for i := range list.Items {
 			cm := &list.Items[i]
-			if strings.HasSuffix(cm.Name, recordSuffix) {
+			if strings.HasSuffix(cm.Name, release.RecordSuffix) {
 				out = append(out, StoredRecord{Name: cm.Name, ResourceVersion: cm.ResourceVersion, Data: cm.Data})
 			}
 		}
@@ -100,13 +102,13 @@ func (k *Kube) Records(ctx context.Context, namespace string) ([]StoredRecord, e
 func (k *Kube) Canaries(ctx context.Context) ([]CanaryState, error) {
 	var out []CanaryState
 	err := pages(ctx, func(ctx context.Context, opts metav1.ListOptions) (string, error) {
-		list, err := k.flagger.FlaggerV1beta1().Canaries("").List(ctx, opts)
+		list, err := k.Flagger.FlaggerV1beta1().Canaries("").List(ctx, opts)
 		if err != nil {
 			return "", err
 		}
 		for i := range list.Items {
 			c := &list.Items[i]
-			out = append(out, CanaryState{Namespace: c.Namespace, Canary: canaryOf(c), Transitioned: PhaseChangedAt(c)})
+			out = append(out, CanaryState{Namespace: c.Namespace, Canary: release.CanaryOf(c), Transitioned: release.PhaseChangedAt(c)})
 		}
 		return list.Continue, nil
 	}, partOfSelector)
@@ -119,12 +121,12 @@ func (k *Kube) Canaries(ctx context.Context) ([]CanaryState, error) {
 func (k *Kube) Deployments(ctx context.Context) ([]NamespacedDeployment, error) {
 	var out []NamespacedDeployment
 	err := pages(ctx, func(ctx context.Context, opts metav1.ListOptions) (string, error) {
-		list, err := k.kube.AppsV1().Deployments("").List(ctx, opts)
+		list, err := k.Core.AppsV1().Deployments("").List(ctx, opts)
 		if err != nil {
 			return "", err
 		}
 		for i := range list.Items {
-			d, err := deploymentOf(&list.Items[i])
+			d, err := release.DeploymentOf(&list.Items[i])
 			if err != nil {
 				// One Deployment whose selector does not parse is left out;
 				// the member it belongs to then reads as having none.
@@ -141,15 +143,15 @@ func (k *Kube) Deployments(ctx context.Context) ([]NamespacedDeployment, error) 
 func (k *Kube) MigrationJobs(ctx context.Context) ([]MigrationJob, error) {
 	var out []MigrationJob
 	err := pages(ctx, func(ctx context.Context, opts metav1.ListOptions) (string, error) {
-		list, err := k.kube.BatchV1().Jobs("").List(ctx, opts)
+		list, err := k.Core.BatchV1().Jobs("").List(ctx, opts)
 		if err != nil {
 			return "", err
 		}
 		for i := range list.Items {
 			j := &list.Items[i]
 			out = append(out, MigrationJob{
-				Job: jobOf(j), Namespace: j.Namespace,
-				Application: j.Labels[LabelPartOf], ManagedBy: j.Labels[LabelManagedBy],
+				Job: release.JobOf(j), Namespace: j.Namespace,
+				Application: j.Labels[release.LabelPartOf], ManagedBy: j.Labels[release.LabelManagedBy],
 				ResourceVersion: j.ResourceVersion, UID: string(j.UID),
 				Suspended: j.Spec.Suspend != nil && *j.Spec.Suspend,
 			})
@@ -165,7 +167,7 @@ func (k *Kube) CreateRecord(ctx context.Context, namespace, name string, data ma
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: recordLabels},
 		Data:       data,
 	}
-	_, err := k.kube.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
+	_, err := k.Core.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
 	return conflict(err)
 }
 
@@ -175,7 +177,7 @@ func (k *Kube) UpdateRecord(ctx context.Context, namespace, name, resourceVersio
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: recordLabels, ResourceVersion: resourceVersion},
 		Data:       data,
 	}
-	_, err := k.kube.CoreV1().ConfigMaps(namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	_, err := k.Core.CoreV1().ConfigMaps(namespace).Update(ctx, cm, metav1.UpdateOptions{})
 	return conflict(err)
 }
 
@@ -199,6 +201,6 @@ func (k *Kube) StartJob(ctx context.Context, j JobStart) error {
 	if err != nil {
 		return err
 	}
-	_, err = k.kube.BatchV1().Jobs(j.Namespace).Patch(ctx, j.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err = k.Core.BatchV1().Jobs(j.Namespace).Patch(ctx, j.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	return conflict(err)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -23,7 +25,7 @@ func TestMayStartWaitsForTheRenderInFluxsOrder(t *testing.T) {
 
 	a := authApp(ns)
 	a.migration = true
-	a.record = &releasegate.Record{Namespace: ns, Application: a.name, Serving: prevRev}
+	a.record = &release.Record{Namespace: ns, Application: a.name, Serving: prevRev}
 	api := a.member("auth-api")
 	api.image = "api:1" // what its primary runs: prevRev serves
 	for i := range a.members {
@@ -66,7 +68,7 @@ func TestMayStartHoldsANewerRenderOverAWaitingRelease(t *testing.T) {
 	a := authApp(ns)
 	a.migration = true
 	since := time.Now().Add(-time.Minute).UTC()
-	a.record = &releasegate.Record{Namespace: ns, Application: a.name, Serving: prevRev, Pinned: rev, Since: &since}
+	a.record = &release.Record{Namespace: ns, Application: a.name, Serving: prevRev, Pinned: rev, Since: &since}
 	a.member("auth-api").phase = "Waiting"
 	a.jobs = []job{{name: "auth-migration-" + tag, identity: "auth-migration", complete: true}}
 	a.apply(t, cp)
@@ -124,6 +126,6 @@ func wantAnswer(t *testing.T, gate *running, ns, revision string, status int, re
 	t.Helper()
 	code, got := gate.ask(t, flagger, "/may-start", payload(ns, "auth-api", revision))
 	if code != status || !strings.Contains(got, reason) {
-		t.Fatalf("may-start at %s: %d %q, want %d containing %q\nlog:\n%s", releasegate.RevisionTag(revision), code, got, status, reason, gate.logs.String())
+		t.Fatalf("may-start at %s: %d %q, want %d containing %q\nlog:\n%s", release.RevisionTag(revision), code, got, status, reason, gate.logs.String())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
 )
@@ -19,7 +21,7 @@ const MetadataPaths = "paths"
 // webhook that carries the key must carry the same list, and each path must
 // be URL path segments (probe.CheckPath): the gate holds API access, so it
 // checks what anyone who can write a Canary wrote.
-func CanaryPaths(c Canary) ([]string, error) {
+func CanaryPaths(c release.Canary) ([]string, error) {
 	var raw string
 	found := false
 	for _, md := range c.Webhooks {
@@ -56,11 +58,11 @@ func CanaryPaths(c Canary) ([]string, error) {
 	return paths, nil
 }
 
-// Thresholds are the own-traffic thresholds a member is held to: the inputs'
-// errorRate and latency where they carry them, the platform's (the gate's
-// own settings) otherwise. Inputs whose latency does not parse, or whose
+// OwnTrafficThresholds are the own-traffic thresholds a member is held to:
+// the inputs' errorRate and latency where they carry them, the platform's
+// (the gate's own settings) otherwise. Inputs whose latency does not parse, or whose
 // thresholds no traffic could be judged by, are an error.
-func (in *Inputs) Thresholds(platform probe.Thresholds) (probe.Thresholds, error) {
+func OwnTrafficThresholds(in *release.Inputs, platform probe.Thresholds) (probe.Thresholds, error) {
 	th := platform
 	if in.ErrorRate != nil {
 		th.ErrorRate = *in.ErrorRate
@@ -96,7 +98,7 @@ type TrafficPlan struct {
 // path segments, or a Canary with no service port is a question the gate
 // cannot answer, whatever its pods show. request is false when the answer is
 // already decided.
-func PlanTraffic(q Question, in *Inputs, c Canary, pods []Pod, platform probe.Thresholds) (plan TrafficPlan, answer Answer, request bool) {
+func PlanTraffic(q release.Question, in *release.Inputs, c release.Canary, pods []release.Pod, platform probe.Thresholds) (plan TrafficPlan, answer Answer, request bool) {
 	m, ok := in.Member(q.Process)
 	if !ok {
 		return TrafficPlan{}, unanswerable("process %s is no member of Application %s", q.Process, q.Application), false
@@ -109,7 +111,7 @@ func PlanTraffic(q Question, in *Inputs, c Canary, pods []Pod, platform probe.Th
 	if len(paths) == 0 {
 		return TrafficPlan{}, podsAnswer, false
 	}
-	th, err := in.Thresholds(platform)
+	th, err := OwnTrafficThresholds(in, platform)
 	if err != nil {
 		return TrafficPlan{}, unanswerable("%v", err), false
 	}
@@ -132,7 +134,7 @@ func PlanTraffic(q Question, in *Inputs, c Canary, pods []Pod, platform probe.Th
 // TrafficAnswer turns the own traffic's verdict into the /checks answer: a
 // failing verdict is not yet, with its figures; a passing one is yes, with
 // what the pods showed and the figures.
-func TrafficAnswer(q Question, pods Answer, v probe.Verdict) Answer {
+func TrafficAnswer(q release.Question, pods Answer, v probe.Verdict) Answer {
 	if !v.Pass {
 		return notYet("new copy %s: %s", q.Process, v.Reason)
 	}
@@ -155,7 +157,7 @@ type ProtectedTarget struct {
 // was released), nor one already promoted in it (proven when it asked for
 // its promotion); one that changed is asked at its Canary service, whose
 // port must be set. request is false when the answer is already decided.
-func PlanProtected(q Question, in *Inputs, members []MemberState, barrier Answer) (target ProtectedTarget, answer Answer, request bool) {
+func PlanProtected(q release.Question, in *release.Inputs, members []release.MemberState, barrier Answer) (target ProtectedTarget, answer Answer, request bool) {
 	if in.ProtectedPath == "" && in.ProtectedBy == "" {
 		return ProtectedTarget{}, barrier, false
 	}
@@ -174,7 +176,7 @@ func PlanProtected(q Question, in *Inputs, members []MemberState, barrier Answer
 	if barrier.Outcome != Yes {
 		return ProtectedTarget{}, barrier, false
 	}
-	var m MemberState
+	var m release.MemberState
 	for _, s := range members {
 		if s.Process == in.ProtectedBy {
 			m = s
@@ -185,11 +187,11 @@ func PlanProtected(q Question, in *Inputs, members []MemberState, barrier Answer
 	}
 	changed := m.Process == q.Process || PassedOnRecord(q, m)
 	if !changed {
-		if unchanged, _ := Unchanged(m); unchanged {
+		if unchanged, _ := release.Unchanged(m); unchanged {
 			return ProtectedTarget{}, barrier, false
 		}
 	}
-	if m.Process != q.Process && PassedOnRecord(q, m) && m.Canary.Phase != PhaseWaitingPromotion {
+	if m.Process != q.Process && PassedOnRecord(q, m) && m.Canary.Phase != release.PhaseWaitingPromotion {
 		// Promoted at this revision, or being promoted: it passed this very
 		// check when it asked for its own promotion, and Flagger has scaled
 		// its new copy down or is about to, so its Canary service may answer

@@ -2,9 +2,10 @@ package releasegate
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
 )
@@ -12,15 +13,15 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // withThresholds is inputs(false) with the platform's thresholds.
-func withThresholds() *Inputs {
+func withThresholds() *release.Inputs {
 	in := inputs(false)
 	in.ErrorRate, in.Latency = ptr(0.05), "500ms"
 	return in
 }
 
 // pathsCanary is auth-api's Canary handing paths in every webhook.
-func pathsCanary(paths string) Canary {
-	c := canary("auth-api", PhaseProgressing)
+func pathsCanary(paths string) release.Canary {
+	c := canary("auth-api", release.PhaseProgressing)
 	c.Port = 8080
 	c.Webhooks = nil
 	for range 3 {
@@ -29,7 +30,7 @@ func pathsCanary(paths string) Canary {
 	return c
 }
 
-var readyPods = []Pod{pod("auth-api-0", true, 0), pod("auth-api-1", true, 0)}
+var readyPods = []release.Pod{pod("auth-api-0", true, 0), pod("auth-api-1", true, 0)}
 
 // platform are the gate's own thresholds in these tests: not the inputs'.
 var platform = probe.Thresholds{ErrorRate: 0.01, Latency: time.Second}
@@ -41,9 +42,9 @@ func TestPlanTraffic(t *testing.T) {
 	const base = "http://auth-api-canary.auth-system.svc.cluster.local:8080"
 	rows := []struct {
 		name    string
-		in      func() *Inputs
-		canary  func() Canary
-		pods    []Pod
+		in      func() *release.Inputs
+		canary  func() release.Canary
+		pods    []release.Pod
 		request bool
 		paths   []string
 		// thresholds the plan holds; the inputs' when zero.
@@ -52,100 +53,108 @@ func TestPlanTraffic(t *testing.T) {
 		reason     string
 	}{
 		{name: "a member whose checks name a metric is requested every path its Canary hands, then the readiness path",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/","/api/v1"]`) }, pods: readyPods,
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/","/api/v1"]`) }, pods: readyPods,
 			request: true, paths: []string{"/", "/api/v1", "/ready"}, outcome: Yes},
 		{name: "a member whose pods are not all ready is not requested",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/"]`) },
-			pods:    []Pod{pod("auth-api-0", true, 0), pod("auth-api-1", false, 0)},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/"]`) },
+			pods:    []release.Pod{pod("auth-api-0", true, 0), pod("auth-api-1", false, 0)},
 			outcome: NotYet, reason: "pod auth-api-1 not ready"},
 		{name: "a member with no pod is not requested",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/"]`) },
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/"]`) },
 			outcome: NotYet, reason: "has no pod"},
 		{name: "a member whose pod restarted is not requested",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/"]`) },
-			pods: []Pod{pod("auth-api-0", true, 1)}, outcome: NotYet, reason: "restarted 1 times"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/"]`) },
+			pods: []release.Pod{pod("auth-api-0", true, 1)}, outcome: NotYet, reason: "restarted 1 times"},
 		{name: "a member the Canary hands no path is held to its pods alone",
-			in: withThresholds, canary: func() Canary { c := pathsCanary(""); c.Webhooks = hooks("auth", rev); return c },
+			in: withThresholds, canary: func() release.Canary { c := pathsCanary(""); c.Webhooks = hooks("auth", rev); return c },
 			pods: readyPods, outcome: Yes, reason: "2 pods ready, none restarted"},
 		{name: "an empty list of paths is no path",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`[]`) },
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`[]`) },
 			pods: readyPods, outcome: Yes, reason: "2 pods ready"},
 		{name: "a member whose checks name no metric is requested all the same",
-			in:     func() *Inputs { in := withThresholds(); in.Members[0].Checks = nil; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"}, outcome: Yes},
+			in:     func() *release.Inputs { in := withThresholds(); in.Members[0].Checks = nil; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"}, outcome: Yes},
 		{name: "latency alone asks for the same requests",
-			in:     func() *Inputs { in := withThresholds(); in.Members[0].Checks = []string{"latency"}; return in },
-			canary: func() Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a", "/ready"}, outcome: Yes},
+			in:     func() *release.Inputs { in := withThresholds(); in.Members[0].Checks = []string{"latency"}; return in },
+			canary: func() release.Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a", "/ready"}, outcome: Yes},
 		{name: "error-rate alone asks for the same requests",
-			in:     func() *Inputs { in := withThresholds(); in.Members[0].Checks = []string{"error-rate"}; return in },
-			canary: func() Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a", "/ready"}, outcome: Yes},
+			in: func() *release.Inputs {
+				in := withThresholds()
+				in.Members[0].Checks = []string{"error-rate"}
+				return in
+			},
+			canary: func() release.Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a", "/ready"}, outcome: Yes},
 		{name: "a member with a TCP readiness probe is requested its Route paths alone",
-			in:     func() *Inputs { in := withThresholds(); in.Members[0].Readiness = Readiness{TCP: 8080}; return in },
-			canary: func() Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a"}, outcome: Yes},
+			in: func() *release.Inputs {
+				in := withThresholds()
+				in.Members[0].Readiness = release.Readiness{TCP: 8080}
+				return in
+			},
+			canary: func() release.Canary { return pathsCanary(`["/a"]`) }, pods: readyPods, request: true, paths: []string{"/a"}, outcome: Yes},
 		{name: "inputs with no thresholds hold the member to the platform's",
-			in: func() *Inputs { return inputs(false) }, canary: func() Canary { return pathsCanary(`["/"]`) },
+			in: func() *release.Inputs { return inputs(false) }, canary: func() release.Canary { return pathsCanary(`["/"]`) },
 			pods: readyPods, request: true, paths: []string{"/", "/ready"}, thresholds: platform, outcome: Yes},
 		{name: "a member with no metric check and no thresholds in its inputs is held to the platform's",
-			in:     func() *Inputs { in := inputs(false); in.Members[0].Checks = nil; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) },
+			in:     func() *release.Inputs { in := inputs(false); in.Members[0].Checks = nil; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) },
 			pods:   readyPods, request: true, paths: []string{"/", "/ready"}, thresholds: platform, outcome: Yes},
 		{name: "an error rate alone in the inputs takes the platform's latency",
-			in:     func() *Inputs { in := withThresholds(); in.Latency = ""; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"},
+			in:     func() *release.Inputs { in := withThresholds(); in.Latency = ""; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"},
 			thresholds: probe.Thresholds{ErrorRate: 0.05, Latency: time.Second}, outcome: Yes},
 		{name: "a latency alone in the inputs takes the platform's error rate",
-			in:     func() *Inputs { in := withThresholds(); in.ErrorRate = nil; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"},
+			in:     func() *release.Inputs { in := withThresholds(); in.ErrorRate = nil; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"},
 			thresholds: probe.Thresholds{ErrorRate: 0.01, Latency: 500 * time.Millisecond}, outcome: Yes},
 		{name: "a latency that does not parse cannot be answered",
-			in:     func() *Inputs { in := withThresholds(); in.Latency = "soon"; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "inputs latency"},
+			in:     func() *release.Inputs { in := withThresholds(); in.Latency = "soon"; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "inputs latency"},
 		{name: "thresholds that do not parse cannot be answered even with its pods not ready",
-			in:     func() *Inputs { in := withThresholds(); in.Latency = "soon"; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, outcome: Unanswerable, reason: "inputs latency"},
+			in:     func() *release.Inputs { in := withThresholds(); in.Latency = "soon"; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) }, outcome: Unanswerable, reason: "inputs latency"},
 		{name: "a being-deleted pod is no pod of the copy",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/"]`) },
-			pods: []Pod{{Name: "auth-api-0", Ready: true, Running: true, Terminating: true}}, outcome: NotYet, reason: "has no pod"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/"]`) },
+			pods: []release.Pod{{Name: "auth-api-0", Ready: true, Running: true, Terminating: true}}, outcome: NotYet, reason: "has no pod"},
 		{name: "a zero latency threshold cannot be answered",
-			in:     func() *Inputs { in := withThresholds(); in.Latency = "0s"; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not positive"},
+			in:     func() *release.Inputs { in := withThresholds(); in.Latency = "0s"; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not positive"},
 		{name: "a Canary with no service port cannot be answered",
-			in: withThresholds, canary: func() Canary { c := pathsCanary(`["/"]`); c.Port = 0; return c },
+			in: withThresholds, canary: func() release.Canary { c := pathsCanary(`["/"]`); c.Port = 0; return c },
 			pods: readyPods, outcome: Unanswerable, reason: "service port 0"},
 		{name: "a path with // cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a//b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "empty segment"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/a//b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "empty segment"},
 		{name: "a path with .. cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a/../admin"]`) }, pods: readyPods, outcome: Unanswerable, reason: `".." segment`},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/a/../admin"]`) }, pods: readyPods, outcome: Unanswerable, reason: `".." segment`},
 		{name: "a path with a scheme and host cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["http://evil.example/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "does not start with /"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["http://evil.example/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "does not start with /"},
 		{name: "a path with a query cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a?b=1"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/a?b=1"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
 		{name: "a path with a fragment cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a#b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/a#b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
 		{name: "a path with a space cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/a b"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
 		{name: "a path with a control character cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`["/a\u0000"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`["/a\u0000"]`) }, pods: readyPods, outcome: Unanswerable, reason: "not allowed"},
 		{name: "a readiness path that is not URL path segments cannot be answered",
-			in:     func() *Inputs { in := withThresholds(); in.Members[0].Readiness.Path = "/ready/.."; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "readiness"},
+			in:     func() *release.Inputs { in := withThresholds(); in.Members[0].Readiness.Path = "/ready/.."; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "readiness"},
 		{name: "paths that are not a JSON array cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`"/"`) }, pods: readyPods, outcome: Unanswerable, reason: "not a JSON array"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`"/"`) }, pods: readyPods, outcome: Unanswerable, reason: "not a JSON array"},
 		{name: "paths given as null cannot be answered either",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`null`) }, pods: readyPods, outcome: Unanswerable, reason: "not a JSON array of paths: null"},
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`null`) }, pods: readyPods, outcome: Unanswerable, reason: "not a JSON array of paths: null"},
 		{name: "webhooks that hand two lists cannot be answered",
-			in: withThresholds, canary: func() Canary {
+			in: withThresholds, canary: func() release.Canary {
 				c := pathsCanary(`["/"]`)
 				c.Webhooks[2] = map[string]string{MetadataPaths: `["/x"]`}
 				return c
 			},
 			pods: readyPods, outcome: Unanswerable, reason: "two lists of paths"},
 		{name: "more paths than the prober takes cannot be answered",
-			in: withThresholds, canary: func() Canary { return pathsCanary(`[` + manyPaths(probe.MaxPaths+1) + `]`) },
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`[` + manyPaths(probe.MaxPaths+1) + `]`) },
 			pods: readyPods, outcome: Unanswerable, reason: "more than"},
 		{name: "a process that is no member cannot be answered",
-			in:     func() *Inputs { in := withThresholds(); in.Members = in.Members[1:]; return in },
-			canary: func() Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "no member"},
+			in:     func() *release.Inputs { in := withThresholds(); in.Members = in.Members[1:]; return in },
+			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "no member"},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -217,26 +226,26 @@ func TestTrafficAnswer(t *testing.T) {
 
 func TestThresholds(t *testing.T) {
 	in := inputs(false)
-	if th, err := in.Thresholds(platform); err != nil || th != platform {
+	if th, err := OwnTrafficThresholds(in, platform); err != nil || th != platform {
 		t.Fatalf("inputs with no thresholds read as %+v, %v; want the platform's", th, err)
 	}
 	in.ErrorRate, in.Latency = ptr(1.0), "2s"
-	th, err := in.Thresholds(platform)
+	th, err := OwnTrafficThresholds(in, platform)
 	if err != nil || th.ErrorRate != 1 || th.Latency != 2*time.Second {
 		t.Fatalf("thresholds %+v %v", th, err)
 	}
 	in.ErrorRate = ptr(1.5)
-	if _, err := in.Thresholds(platform); err == nil {
+	if _, err := OwnTrafficThresholds(in, platform); err == nil {
 		t.Fatal("an error rate over 1 was accepted")
 	}
 	in.ErrorRate, in.Latency = ptr(0.1), "soon"
-	if _, err := in.Thresholds(platform); err == nil {
+	if _, err := OwnTrafficThresholds(in, platform); err == nil {
 		t.Fatal("a latency that is no duration was accepted")
 	}
 }
 
 // protectedInputs names auth-ui's /admin as the protected path.
-func protectedInputs() *Inputs {
+func protectedInputs() *release.Inputs {
 	in := inputs(false)
 	in.ProtectedPath, in.ProtectedBy = "/admin", "auth-ui"
 	return in
@@ -245,16 +254,16 @@ func protectedInputs() *Inputs {
 func TestPlanProtected(t *testing.T) {
 	open := yes("barrier open: every member of auth passed %s or did not change", tag)
 	closed := notYet("barrier closed: auth-ui is Progressing")
-	ownWaiting := canary("auth-api", PhaseWaitingPromotion)
+	ownWaiting := canary("auth-api", release.PhaseWaitingPromotion)
 	ownWaiting.Port = 8080
-	changedUI := ui(PhaseWaitingPromotion, rev)
+	changedUI := ui(release.PhaseWaitingPromotion, rev)
 	changedUI.Canary.Port = 3000
 	unchanged := unchangedUI()
 	unchanged.Canary.Port = 3000
 	rows := []struct {
 		name    string
-		in      func() *Inputs
-		ui      MemberState
+		in      func() *release.Inputs
+		ui      release.MemberState
 		barrier Answer
 		request bool
 		base    string
@@ -262,41 +271,41 @@ func TestPlanProtected(t *testing.T) {
 		reason  string
 	}{
 		{name: "no protected path: the barrier's answer stands",
-			in: func() *Inputs { return inputs(false) }, ui: changedUI, barrier: open, outcome: Yes, reason: "barrier open"},
+			in: func() *release.Inputs { return inputs(false) }, ui: changedUI, barrier: open, outcome: Yes, reason: "barrier open"},
 		{name: "a changed protectedBy member is asked before the barrier opens",
 			in: protectedInputs, ui: changedUI, barrier: open, request: true,
 			base: "http://auth-ui-canary.auth-system.svc.cluster.local:3000", outcome: Yes},
 		{name: "the asking member as protectedBy is asked",
-			in: func() *Inputs { in := protectedInputs(); in.ProtectedBy = "auth-api"; return in },
+			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedBy = "auth-api"; return in },
 			ui: changedUI, barrier: open, request: true,
 			base: "http://auth-api-canary.auth-system.svc.cluster.local:8080", outcome: Yes},
 		{name: "a protectedBy member that did not change in the release is not asked",
 			in: protectedInputs, ui: unchanged, barrier: open, outcome: Yes, reason: "barrier open"},
 		{name: "a protectedBy member promoted in this release is not asked: its copy may be gone",
-			in: protectedInputs, ui: func() MemberState { m := ui(PhaseSucceeded, rev); m.Canary.Port = 3000; return m }(),
+			in: protectedInputs, ui: func() release.MemberState { m := ui(release.PhaseSucceeded, rev); m.Canary.Port = 3000; return m }(),
 			barrier: open, outcome: Yes, reason: "barrier open"},
 		{name: "nor one Flagger is promoting",
-			in: protectedInputs, ui: func() MemberState { m := ui(PhaseFinalising, rev); m.Canary.Port = 3000; return m }(),
+			in: protectedInputs, ui: func() release.MemberState { m := ui(release.PhaseFinalising, rev); m.Canary.Port = 3000; return m }(),
 			barrier: open, outcome: Yes, reason: "barrier open"},
 		{name: "a closed barrier asks nothing",
 			in: protectedInputs, ui: changedUI, barrier: closed, outcome: NotYet, reason: "barrier closed"},
 		{name: "a path and no member cannot be answered",
-			in: func() *Inputs { in := protectedInputs(); in.ProtectedBy = ""; return in },
+			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedBy = ""; return in },
 			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "no protectedBy member"},
 		{name: "a member and no path cannot be answered",
-			in: func() *Inputs { in := protectedInputs(); in.ProtectedPath = ""; return in },
+			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedPath = ""; return in },
 			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "but no protectedPath"},
 		{name: "a protectedBy that is no member cannot be answered",
-			in: func() *Inputs { in := protectedInputs(); in.ProtectedBy = "auth-admin"; return in },
+			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedBy = "auth-admin"; return in },
 			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "auth-admin is no member"},
 		{name: "a protected path that is not URL path segments cannot be answered",
-			in: func() *Inputs { in := protectedInputs(); in.ProtectedPath = "/admin/../x"; return in },
+			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedPath = "/admin/../x"; return in },
 			ui: changedUI, barrier: open, outcome: Unanswerable, reason: `".." segment`},
 		{name: "bad inputs cannot be answered even with the barrier closed",
-			in: func() *Inputs { in := protectedInputs(); in.ProtectedPath = "//evil.example"; return in },
+			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedPath = "//evil.example"; return in },
 			ui: changedUI, barrier: closed, outcome: Unanswerable, reason: "empty segment"},
 		{name: "a changed protectedBy member with no service port cannot be answered",
-			in: protectedInputs, ui: func() MemberState { m := changedUI; m.Canary.Port = 0; return m }(),
+			in: protectedInputs, ui: func() release.MemberState { m := changedUI; m.Canary.Port = 0; return m }(),
 			barrier: open, outcome: Unanswerable, reason: "service port 0"},
 	}
 	for _, r := range rows {
@@ -312,7 +321,7 @@ func TestPlanProtected(t *testing.T) {
 			}
 		})
 	}
-	if _, a, _ := PlanProtected(ask, protectedInputs(), barrier(ownWaiting, MemberState{}), open); a.Outcome != Unanswerable {
+	if _, a, _ := PlanProtected(ask, protectedInputs(), barrier(ownWaiting, release.MemberState{}), open); a.Outcome != Unanswerable {
 		t.Fatalf("a protectedBy member not read answered %+v", a)
 	}
 }
@@ -344,7 +353,7 @@ func FuzzCanaryPaths(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		paths, err := CanaryPaths(Canary{Name: "x", Webhooks: []map[string]string{{MetadataPaths: raw}}})
+		paths, err := CanaryPaths(release.Canary{Name: "x", Webhooks: []map[string]string{{MetadataPaths: raw}}})
 		if err != nil {
 			return
 		}
@@ -354,43 +363,4 @@ func FuzzCanaryPaths(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestDecodeInputsOwnTrafficFields(t *testing.T) {
-	doc := func(extra string) string {
-		return `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"e","members":[{"process":"auth-api","readiness":{"tcp":8080}}]` + extra + `}`
-	}
-	in, err := DecodeInputs([]byte(doc(`,"errorRate":0.05,"latency":"500ms","protectedPath":"/admin/","protectedBy":"auth-api"`)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in.ErrorRate == nil || *in.ErrorRate != 0.05 || in.Latency != "500ms" || in.ProtectedPath != "/admin/" || in.ProtectedBy != "auth-api" {
-		t.Fatalf("decoded %+v", in)
-	}
-	for _, ok := range []string{`,"errorRate":0`, `,"errorRate":1`, `,"latency":"2s"`, `,"protectedPath":"/","protectedBy":"auth-api"`, `,"protectedPath":"/a%20b/c","protectedBy":"auth-api"`} {
-		if _, err := DecodeInputs([]byte(doc(ok))); err != nil {
-			t.Errorf("%s refused: %v", ok, err)
-		}
-	}
-	refused := map[string]string{
-		"an error rate over 1":           `,"errorRate":1.5`,
-		"a negative error rate":          `,"errorRate":-0.1`,
-		"an error rate that is text":     `,"errorRate":"5%"`,
-		"a zero latency":                 `,"latency":"0s"`,
-		"a latency that is no duration":  `,"latency":"fast"`,
-		"a path and no member":           `,"protectedPath":"/admin"`,
-		"a member and no path":           `,"protectedBy":"auth-api"`,
-		"a protected path with //":       `,"protectedPath":"//evil.example/","protectedBy":"auth-api"`,
-		"a protected path with ..":       `,"protectedPath":"/a/../b","protectedBy":"auth-api"`,
-		"a protected path with a query":  `,"protectedPath":"/a?b","protectedBy":"auth-api"`,
-		"a protected path with a scheme": `,"protectedPath":"http://x/","protectedBy":"auth-api"`,
-		"a protectedBy that is no name":  `,"protectedPath":"/a","protectedBy":"Auth API"`,
-	}
-	for name, extra := range refused {
-		t.Run(name, func(t *testing.T) {
-			if _, err := DecodeInputs([]byte(doc(extra))); err == nil || !strings.Contains(err.Error(), "schema") {
-				t.Fatalf("DecodeInputs = %v, want a schema error", err)
-			}
-		})
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +49,7 @@ var _ Callers = (*PodWatch)(nil)
 // until ctx ends; client-go's messages about the watch go to logger. It
 // needs list and watch on pods in that namespace alone.
 func (k *Kube) WatchPods(ctx context.Context, namespace string, selector labels.Selector, logger *slog.Logger) *PodWatch {
-	pods := k.kube.CoreV1().Pods(namespace)
+	pods := k.Core.CoreV1().Pods(namespace)
 	return watchPods(ctx, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		o.LabelSelector = selector.String()
 		return pods.List(ctx, o)
@@ -121,7 +123,7 @@ func (w *PodWatch) Stopped() <-chan struct{} { return w.stopped }
 
 // FlaggerPods returns the watched pods; an error until the watch has listed
 // them once, and ErrCallersStale while it cannot list them again.
-func (w *PodWatch) FlaggerPods() ([]Pod, error) {
+func (w *PodWatch) FlaggerPods() ([]release.Pod, error) {
 	w.mu.Lock()
 	if !w.informer.HasSynced() {
 		defer w.mu.Unlock()
@@ -136,10 +138,10 @@ func (w *PodWatch) FlaggerPods() ([]Pod, error) {
 	}
 	w.mu.Unlock()
 	objs := w.informer.GetStore().List()
-	out := make([]Pod, 0, len(objs))
+	out := make([]release.Pod, 0, len(objs))
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok {
-			out = append(out, podOf(p))
+			out = append(out, release.PodOf(p))
 		}
 	}
 	return out, nil

@@ -9,14 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
-
-// ReleasesSchema is the JSON Schema of GET /releases, for the dashboards and
-// the Reporter that read it.
-//
-//go:embed releases.schema.json
-var ReleasesSchema []byte
 
 // Most Applications /releases lists, how long one read answers it, and how
 // long that read may take: it lists every gated Application's Canaries, which
@@ -70,9 +66,9 @@ type ReleaseRecord struct {
 
 // ReleaseWarmup is what warmup met.
 type ReleaseWarmup struct {
-	Revision string         `json:"revision"`
-	Warmed   bool           `json:"warmed"`
-	Failed   *WarmupFailure `json:"failed"`
+	Revision string                 `json:"revision"`
+	Warmed   bool                   `json:"warmed"`
+	Failed   *release.WarmupFailure `json:"failed"`
 }
 
 func orNull(s string) *string {
@@ -102,7 +98,7 @@ func releasesOf(s *snapshot, namespace string, readAt time.Time) Releases {
 			for _, m := range v.Members {
 				rm := ReleaseMember{Process: m.Process}
 				if m.HasCanary {
-					if _, rev, err := CanaryRelease(m.Canary); err == nil && revisionPattern.MatchString(rev) {
+					if _, rev, err := release.CanaryRelease(m.Canary); err == nil && release.IsRevision(rev) {
 						rm.Revision = &rev
 					}
 				}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -84,9 +86,9 @@ func seedInputs(t *testing.T, cp *testenv.ControlPlane, ns string, n int) {
 			for i := range work {
 				name := fmt.Sprintf("app-%04d", i)
 				cm := &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Name: releasegate.InputsConfigMap(name), Namespace: ns,
+					ObjectMeta: metav1.ObjectMeta{Name: release.InputsConfigMap(name), Namespace: ns,
 						Labels: map[string]string{"app.kubernetes.io/part-of": name, "app.kubernetes.io/managed-by": "deploy-kit"}},
-					Data: map[string]string{releasegate.InputsKey: renderedInputs([]string{name}, "")},
+					Data: map[string]string{release.InputsKey: renderedInputs([]string{name}, "")},
 				}
 				if _, err := cp.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 					errs <- err

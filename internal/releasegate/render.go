@@ -4,13 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-)
 
-// RevisionAnnotation is the pod template annotation a render may set to the
-// Application revision the template belongs to. Where it is set, /may-start
-// knows the template's revision exactly; where it is not, the gate judges from
-// what it can see (TemplateOfRevision).
-const RevisionAnnotation = "delivery.jorisjonkers.dev/revision"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+)
 
 // Render is what /may-start reads of the asking member's render: the revision
 // the gate's record says serves, the member's Canary, its Deployment and its
@@ -20,10 +16,10 @@ type Render struct {
 	// Serving is the revision the record says serves; "" when the record
 	// names none or is not there.
 	Serving string
-	Canary  Canary
+	Canary  release.Canary
 	// Target and Primary are the Deployments <process> and
 	// <process>-primary; nil when not there.
-	Target, Primary *Deployment
+	Target, Primary *release.Deployment
 	MovedConfigs    []string
 }
 
@@ -45,7 +41,7 @@ type Render struct {
 //     is a newer render (or a hand) over a release still waiting to start.
 //     Where the API server's record of the writes (managed fields) says
 //     neither when, the gate cannot tell, and holds.
-func TemplateOfRevision(q Question, r Render) (Answer, bool) {
+func TemplateOfRevision(q release.Question, r Render) (Answer, bool) {
 	waiting := func(format string, args ...any) (Answer, bool) {
 		return notYet("waiting for the render: "+format, args...), false
 	}
@@ -59,8 +55,8 @@ func TemplateOfRevision(q Question, r Render) (Answer, bool) {
 	if q.Revision == r.Serving {
 		switch {
 		case r.Primary == nil:
-			return waiting("%s has no primary %s to compare with", q.Process, q.Process+primarySuffix)
-		case SameProgram(*r.Target, *r.Primary) != "" || len(r.MovedConfigs) > 0:
+			return waiting("%s has no primary %s to compare with", q.Process, q.Process+release.PrimarySuffix)
+		case release.SameProgram(*r.Target, *r.Primary) != "" || len(r.MovedConfigs) > 0:
 			return waiting("%s changed but its Canary still carries %s, which serves", q.Process, q.Tag())
 		}
 		return Answer{}, true
@@ -82,8 +78,8 @@ func TemplateOfRevision(q Question, r Render) (Answer, bool) {
 // tagOrValue shortens a revision to its tag for a reply, and clips anything
 // else an annotation may hold.
 func tagOrValue(revision string) string {
-	if t := RevisionTag(revision); t != "" {
+	if t := release.RevisionTag(revision); t != "" {
 		return t
 	}
-	return fmt.Sprintf("%q", clip(strings.TrimSpace(revision)))
+	return fmt.Sprintf("%q", release.Clip(strings.TrimSpace(revision)))
 }

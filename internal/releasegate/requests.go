@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
 )
 
@@ -29,7 +31,7 @@ func (g *Gate) UseProber(p Prober) {
 // member's Canary hands paths, its own traffic. A request the prober refuses
 // (a hostile path or base) or one cut short by the answer's deadline is a
 // question the gate cannot answer.
-func (g *Gate) checkOwnTraffic(ctx context.Context, a asked, pods []Pod) (Answer, error) {
+func (g *Gate) checkOwnTraffic(ctx context.Context, a asked, pods []release.Pod) (Answer, error) {
 	plan, answer, request := PlanTraffic(a.q, a.in, a.own, pods, g.config.OwnTraffic)
 	if !request {
 		return answer, nil
@@ -43,7 +45,7 @@ func (g *Gate) checkOwnTraffic(ctx context.Context, a asked, pods []Pod) (Answer
 
 // checkProtected holds an open barrier to the protected path's anonymous
 // request, where the inputs name one.
-func (g *Gate) checkProtected(ctx context.Context, a asked, members []MemberState, barrier Answer) (Answer, error) {
+func (g *Gate) checkProtected(ctx context.Context, a asked, members []release.MemberState, barrier Answer) (Answer, error) {
 	target, answer, request := PlanProtected(a.q, a.in, members, barrier)
 	if !request {
 		return answer, nil

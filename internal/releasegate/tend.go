@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
@@ -25,8 +27,8 @@ const DefaultGateNamespace = "delivery-system"
 
 // CheckGateNamespace checks GATE_NAMESPACE names a namespace.
 func CheckGateNamespace(namespace string) error {
-	if !dnsLabel.MatchString(namespace) {
-		return fmt.Errorf("GATE_NAMESPACE %q is not a namespace name", clip(namespace))
+	if !release.IsName(namespace) {
+		return fmt.Errorf("GATE_NAMESPACE %q is not a namespace name", release.Clip(namespace))
 	}
 	return nil
 }
@@ -42,7 +44,7 @@ var ErrConflict = errors.New("changed since read")
 type InputsObject struct {
 	Namespace   string
 	Application string
-	ConfigMap
+	release.ConfigMap
 }
 
 // StoredRecord is a record ConfigMap in the gate's namespace.
@@ -55,14 +57,14 @@ type StoredRecord struct {
 // CanaryState is a Canary found by a cluster-wide list.
 type CanaryState struct {
 	Namespace string
-	Canary
+	release.Canary
 	Transitioned time.Time
 }
 
 // NamespacedDeployment is a Deployment found by a cluster-wide list.
 type NamespacedDeployment struct {
 	Namespace string
-	Deployment
+	release.Deployment
 }
 
 // TendCluster is what a round reads and writes. Each read lists one kind
@@ -80,11 +82,11 @@ type TendCluster interface {
 	// Deployments lists every Deployment, primaries included.
 	Deployments(ctx context.Context) ([]NamespacedDeployment, error)
 	// ConfigMapsIn lists the ConfigMaps of namespace.
-	ConfigMapsIn(ctx context.Context, namespace string) ([]ConfigMap, error)
+	ConfigMapsIn(ctx context.Context, namespace string) ([]release.ConfigMap, error)
 	// MigrationJobs lists the Jobs the render wrote.
 	MigrationJobs(ctx context.Context) ([]MigrationJob, error)
 	// Pods lists the pods of namespace that selector matches.
-	Pods(ctx context.Context, namespace string, selector labels.Selector) ([]Pod, error)
+	Pods(ctx context.Context, namespace string, selector labels.Selector) ([]release.Pod, error)
 	// CreateRecord creates a record; ErrConflict when one is there.
 	CreateRecord(ctx context.Context, namespace, name string, data map[string]string) error
 	// UpdateRecord writes a record over the version read; ErrConflict when
@@ -122,7 +124,7 @@ type Tender struct {
 type warmups struct {
 	mu      sync.Mutex
 	running map[warmKey]bool
-	done    map[warmKey]WarmupRecord
+	done    map[warmKey]release.WarmupRecord
 	slots   chan struct{}
 	wg      sync.WaitGroup
 	// finished, when set, is called as each warmup ends, to bring the round
@@ -143,7 +145,7 @@ func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slo
 		now = time.Now
 	}
 	return &Tender{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now,
-		warmups: warmups{running: map[warmKey]bool{}, done: map[warmKey]WarmupRecord{}, slots: make(chan struct{}, warmupsAtOnce)}}
+		warmups: warmups{running: map[warmKey]bool{}, done: map[warmKey]release.WarmupRecord{}, slots: make(chan struct{}, warmupsAtOnce)}}
 }
 
 // OnWarmupDone has prompt called as each warmup ends, so the round that
@@ -179,14 +181,14 @@ type snapshot struct {
 	inputs      []InputsObject
 	records     map[string]StoredRecord
 	canaries    map[[2]string]CanaryState
-	deployments map[[2]string]Deployment
+	deployments map[[2]string]release.Deployment
 	// configs are the ConfigMaps of the namespaces whose Deployments a
 	// round compares, by namespace and name.
-	configs map[string]map[string]ConfigMap
+	configs map[string]map[string]release.ConfigMap
 	jobs    map[[2]string][]MigrationJob
 	// pods are the pods of the namespaces an undo counted new copies in
 	// this round, listed once per namespace.
-	pods map[string][]Pod
+	pods map[string][]release.Pod
 }
 
 // read lists what every round needs, the lists side by side; Deployments
@@ -203,7 +205,7 @@ func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (
 	})
 	s := &snapshot{
 		records: map[string]StoredRecord{}, canaries: map[[2]string]CanaryState{},
-		deployments: map[[2]string]Deployment{}, configs: map[string]map[string]ConfigMap{}, pods: map[string][]Pod{},
+		deployments: map[[2]string]release.Deployment{}, configs: map[string]map[string]release.ConfigMap{}, pods: map[string][]release.Pod{},
 		jobs: map[[2]string][]MigrationJob{},
 	}
 	var err error
@@ -260,7 +262,7 @@ func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []
 				unread[ns] = fmt.Errorf("list the ConfigMaps of %s: %w", ns, err)
 				return
 			}
-			s.configs[ns] = ConfigsByName(cms)
+			s.configs[ns] = release.ConfigsByName(cms)
 		})
 	}
 	wg.Wait()
@@ -270,9 +272,9 @@ func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []
 // view joins what the snapshot holds of one Application.
 func (s *snapshot) view(namespace string, o InputsObject, now time.Time) ApplicationView {
 	v := ApplicationView{Namespace: o.Namespace, Application: o.Application, Now: now}
-	v.Inputs, v.InputsErr = CheckInputs(o.Application, o.ConfigMap)
-	if stored, ok := s.records[RecordConfigMap(o.Namespace, o.Application)]; ok {
-		r, err := DecodeRecord(o.Namespace, o.Application, stored.Data)
+	v.Inputs, v.InputsErr = release.CheckInputs(o.Application, o.ConfigMap)
+	if stored, ok := s.records[release.RecordConfigMap(o.Namespace, o.Application)]; ok {
+		r, err := release.DecodeRecord(o.Namespace, o.Application, stored.Data)
 		if err != nil {
 			v.RecordErr = fmt.Errorf("%s/%s: %w", namespace, stored.Name, err)
 		} else {
@@ -283,18 +285,18 @@ func (s *snapshot) view(namespace string, o InputsObject, now time.Time) Applica
 		return v
 	}
 	for _, m := range v.Inputs.Members {
-		mv := MemberView{MemberState: MemberState{Process: m.Process}}
+		mv := MemberView{MemberState: release.MemberState{Process: m.Process}}
 		if c, ok := s.canaries[[2]string{o.Namespace, m.Process}]; ok {
 			mv.Canary, mv.HasCanary, mv.Transitioned = c.Canary, true, c.Transitioned
 		}
 		if d, ok := s.deployments[[2]string{o.Namespace, m.Process}]; ok {
 			mv.Target = &d
 		}
-		if d, ok := s.deployments[[2]string{o.Namespace, m.Process + primarySuffix}]; ok {
+		if d, ok := s.deployments[[2]string{o.Namespace, m.Process + release.PrimarySuffix}]; ok {
 			mv.Primary = &d
 		}
 		if configs, ok := s.configs[o.Namespace]; ok && mv.Target != nil && mv.Primary != nil {
-			mv.MovedConfigs = MovedConfigs(*mv.Target, *mv.Primary, configs)
+			mv.MovedConfigs = release.MovedConfigs(*mv.Target, *mv.Primary, configs)
 		}
 		v.Members = append(v.Members, mv)
 	}
@@ -417,7 +419,7 @@ func (t *Tender) replanWithCopies(ctx context.Context, s *snapshot, views []Appl
 
 // warmupOf is the verdict of the warmup of key when it has ended, and
 // otherwise starts it, unless it is running.
-func (t *Tender) warmupOf(ctx context.Context, key warmKey, w *Warm) (WarmupRecord, bool) {
+func (t *Tender) warmupOf(ctx context.Context, key warmKey, w *Warm) (release.WarmupRecord, bool) {
 	ws := &t.warmups
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -427,7 +429,7 @@ func (t *Tender) warmupOf(ctx context.Context, key warmKey, w *Warm) (WarmupReco
 		return verdict, true
 	}
 	if ws.running[key] {
-		return WarmupRecord{}, false
+		return release.WarmupRecord{}, false
 	}
 	ws.running[key] = true
 	ws.wg.Go(func() {
@@ -447,7 +449,7 @@ func (t *Tender) warmupOf(ctx context.Context, key warmKey, w *Warm) (WarmupReco
 			ws.finished()
 		}
 	})
-	return WarmupRecord{}, false
+	return release.WarmupRecord{}, false
 }
 
 // recorded drops a verdict the record now carries.
@@ -473,7 +475,7 @@ func (ws *warmups) forget(wanted map[warmKey]bool, undecided map[string]bool) {
 // warm requests the paths through each host, host after host, stopping at
 // the first failure. ok is false when ctx ended first: the
 // revision is warmed by a later round then.
-func (t *Tender) warm(ctx context.Context, w *Warm) (WarmupRecord, bool) {
+func (t *Tender) warm(ctx context.Context, w *Warm) (release.WarmupRecord, bool) {
 	if w.Err != nil {
 		return WarmupVerdict(w.Revision, probe.Warmup{}, w.Err), true
 	}
@@ -485,7 +487,7 @@ func (t *Tender) warm(ctx context.Context, w *Warm) (WarmupRecord, bool) {
 		for paths := range slices.Chunk(target.Paths, probe.MaxPaths+1) {
 			got, err := t.warmer.Warm(ctx, []string{target.Host}, paths)
 			if ctx.Err() != nil {
-				return WarmupRecord{}, false
+				return release.WarmupRecord{}, false
 			}
 			total.Requests += got.Requests
 			if err != nil || got.Failed() {
@@ -561,8 +563,8 @@ func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan
 }
 
 func (t *Tender) writeRecord(ctx context.Context, s *snapshot, v ApplicationView, p Plan) error {
-	name := RecordConfigMap(v.Namespace, v.Application)
-	data := EncodeRecord(p.Record)
+	name := release.RecordConfigMap(v.Namespace, v.Application)
+	data := release.EncodeRecord(p.Record)
 	var err error
 	if p.Create {
 		err = t.cluster.CreateRecord(ctx, t.namespace, name, data)

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
@@ -43,7 +45,7 @@ const (
 // MigrationJob is a release Job as the round sees it: enough to start it with
 // a patch that names the version read.
 type MigrationJob struct {
-	Job
+	release.Job
 	Namespace string
 	// Application is the Job's app.kubernetes.io/part-of label; ManagedBy its
 	// app.kubernetes.io/managed-by label.
@@ -57,7 +59,7 @@ type MigrationJob struct {
 // MemberView is one member as the round read it: the barrier's view of it,
 // and when Flagger last moved its Canary's phase.
 type MemberView struct {
-	MemberState
+	release.MemberState
 	// Transitioned is when the Canary's phase last changed (PhaseChangedAt).
 	Transitioned time.Time
 }
@@ -65,11 +67,11 @@ type MemberView struct {
 // ApplicationView is everything one round read about one gated Application.
 type ApplicationView struct {
 	Namespace, Application string
-	Inputs                 *Inputs
+	Inputs                 *release.Inputs
 	// InputsErr is why the inputs do not read.
 	InputsErr error
 	// Record is the gate's record; nil when there is none.
-	Record    *Record
+	Record    *release.Record
 	RecordErr error
 	// Members are the inputs' members, in their order.
 	Members []MemberView
@@ -129,7 +131,7 @@ type Warm struct {
 type Plan struct {
 	// Record is the record after this round; Write says it differs from the
 	// one read, Create that there was none.
-	Record        Record
+	Record        release.Record
 	Write, Create bool
 	Warm          *Warm
 	Start         *JobStart
@@ -157,14 +159,14 @@ func Carried(application string, members []MemberView) (revision string, ok bool
 		if !m.HasCanary {
 			return "", false, nil
 		}
-		app, rev, err := CanaryRelease(m.Canary)
+		app, rev, err := release.CanaryRelease(m.Canary)
 		if err != nil {
 			return "", false, err
 		}
 		if app != "" && app != application {
 			return "", false, fmt.Errorf("Canary %s belongs to Application %s, not %s", m.Process, app, application)
 		}
-		if rev == "" || !revisionPattern.MatchString(rev) || (i > 0 && rev != revision) {
+		if rev == "" || !release.IsRevision(rev) || (i > 0 && rev != revision) {
 			return "", false, nil
 		}
 		revision = rev
@@ -181,12 +183,12 @@ func Carried(application string, members []MemberView) (revision string, ok bool
 // own proof stale and never start it.
 func Serves(v ApplicationView, revision string) (bool, string) {
 	for _, m := range v.Members {
-		if ok, why := Unchanged(m.MemberState); !ok {
+		if ok, why := release.Unchanged(m.MemberState); !ok {
 			return false, m.Process + " " + why
 		}
 	}
 	if mig := v.Inputs.Migration; mig != nil {
-		name := mig.Identity + "-" + RevisionTag(revision)
+		name := mig.Identity + "-" + release.RevisionTag(revision)
 		up, ok := findJob(v.Jobs, name)
 		if !ok {
 			return false, "migration " + name + " is not applied yet"
@@ -203,7 +205,7 @@ func Serves(v ApplicationView, revision string) (bool, string) {
 func canariesSettled(members []MemberView) bool {
 	for _, m := range members {
 		c := m.Canary
-		if (c.Phase != PhaseInitialized && c.Phase != PhaseSucceeded) || c.LastAppliedSpec != c.LastPromotedSpec {
+		if (c.Phase != release.PhaseInitialized && c.Phase != release.PhaseSucceeded) || c.LastAppliedSpec != c.LastPromotedSpec {
 			return false
 		}
 	}
@@ -222,14 +224,14 @@ func primaryDigests(members []MemberView) map[string]string {
 // PrimariesMoved reports whether a primary's digest moved since the record
 // named what serves, and which. A member without a digest on record is new
 // since: the record holds one for every member of the revision that serves.
-func PrimariesMoved(rec Record, members []MemberView) (bool, string) {
+func PrimariesMoved(rec release.Record, members []MemberView) (bool, string) {
 	for _, m := range members {
 		was, ok := rec.Primaries[m.Process]
 		if !ok {
 			return true, m.Process + " has no digest on record"
 		}
 		if m.Canary.LastPromotedSpec != was {
-			return true, m.Process + "'s primary moved since " + RevisionTag(rec.Serving) + " was recorded"
+			return true, m.Process + "'s primary moved since " + release.RevisionTag(rec.Serving) + " was recorded"
 		}
 	}
 	return false, ""
@@ -238,7 +240,7 @@ func PrimariesMoved(rec Record, members []MemberView) (bool, string) {
 // servingMembers are the members the record holds a digest for: those of
 // the revision that serves. One without is new in the release, part of what
 // a migration's proof is about rather than of what it was proven against.
-func servingMembers(rec Record, members []MemberView) []MemberView {
+func servingMembers(rec release.Record, members []MemberView) []MemberView {
 	out := make([]MemberView, 0, len(members))
 	for _, m := range members {
 		if _, ok := rec.Primaries[m.Process]; ok {
@@ -251,28 +253,28 @@ func servingMembers(rec Record, members []MemberView) []MemberView {
 // ProofHolds reports whether a migration may start: the record's serving
 // revision is the inputs' testedAgainst and no primary's digest moved since.
 // A release proven against nothing holds only where nothing serves.
-func ProofHolds(mig *Migration, rec Record, members []MemberView) (bool, string) {
+func ProofHolds(mig *release.Migration, rec release.Record, members []MemberView) (bool, string) {
 	if rec.Migrated != "" && rec.Migrated != rec.Pinned {
-		return false, "the migration of " + RevisionTag(rec.Migrated) + " was left applied"
+		return false, "the migration of " + release.RevisionTag(rec.Migrated) + " was left applied"
 	}
 	if mig.TestedAgainst == "" {
 		if rec.Serving != "" {
-			return false, "proven against nothing, but " + RevisionTag(rec.Serving) + " serves"
+			return false, "proven against nothing, but " + release.RevisionTag(rec.Serving) + " serves"
 		}
 		return true, ""
 	}
 	if rec.Serving != mig.TestedAgainst {
 		serving := "nothing"
 		if rec.Serving != "" {
-			serving = RevisionTag(rec.Serving)
+			serving = release.RevisionTag(rec.Serving)
 		}
-		return false, "proven against " + RevisionTag(mig.TestedAgainst) + ", but " + serving + " serves"
+		return false, "proven against " + release.RevisionTag(mig.TestedAgainst) + ", but " + serving + " serves"
 	}
 	serving := servingMembers(rec, members)
 	if len(serving) == 0 {
 		// Nothing of what the proof was made against is a member any more:
 		// there is no primary to hold it to.
-		return false, "no member of " + RevisionTag(rec.Serving) + " is on record among this release's members"
+		return false, "no member of " + release.RevisionTag(rec.Serving) + " is on record among this release's members"
 	}
 	if moved, why := PrimariesMoved(rec, serving); moved {
 		return false, why
@@ -285,10 +287,10 @@ func ProofHolds(mig *Migration, rec Record, members []MemberView) (bool, string)
 // previous release's.
 func FailedSince(members []MemberView, revision string, since time.Time) (bool, string) {
 	for _, m := range members {
-		if !m.HasCanary || m.Canary.Phase != PhaseFailed {
+		if !m.HasCanary || m.Canary.Phase != release.PhaseFailed {
 			continue
 		}
-		if _, rev, err := CanaryRelease(m.Canary); err != nil || rev != revision {
+		if _, rev, err := release.CanaryRelease(m.Canary); err != nil || rev != revision {
 			continue
 		}
 		// The API server keeps a transition time to the second, the record
@@ -313,7 +315,7 @@ func findJob(jobs []MigrationJob, name string) (MigrationJob, bool) {
 // ownJob finds the Job name the render wrote under identity for application.
 func ownJob(jobs []MigrationJob, name, identity, application string) (MigrationJob, bool) {
 	j, ok := findJob(jobs, name)
-	if !ok || j.Identity != identity || j.Application != application || j.ManagedBy != ManagedBy || j.Scheduled {
+	if !ok || j.Identity != identity || j.Application != application || j.ManagedBy != release.ManagedBy || j.Scheduled {
 		return MigrationJob{}, false
 	}
 	return j, true
@@ -388,18 +390,18 @@ func union(have, more []string) []string {
 // failed (and so when no public host reaches the Application and nothing was
 // requested), else the first failing request and its status. err is a warmup
 // that could not request at all: its cause stands in for the request.
-func WarmupVerdict(revision string, w probe.Warmup, err error) WarmupRecord {
+func WarmupVerdict(revision string, w probe.Warmup, err error) release.WarmupRecord {
 	switch {
 	case err != nil:
-		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: clip(err.Error())}}
+		return release.WarmupRecord{Revision: revision, Failed: &release.WarmupFailure{Request: release.Clip(err.Error())}}
 	case w.Failure != nil && (w.Failure.Status < 100 || w.Failure.Status > 599):
 		// HTTP has no status outside 100-599, though a server can send one:
 		// that is no HTTP answer, and the record keeps it as none.
-		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: w.Failure.Host + w.Failure.Path}}
+		return release.WarmupRecord{Revision: revision, Failed: &release.WarmupFailure{Request: w.Failure.Host + w.Failure.Path}}
 	case w.Failure != nil:
-		return WarmupRecord{Revision: revision, Failed: &WarmupFailure{Request: w.Failure.Host + w.Failure.Path, Status: w.Failure.Status}}
+		return release.WarmupRecord{Revision: revision, Failed: &release.WarmupFailure{Request: w.Failure.Host + w.Failure.Path, Status: w.Failure.Status}}
 	}
-	return WarmupRecord{Revision: revision, Warmed: true}
+	return release.WarmupRecord{Revision: revision, Warmed: true}
 }
 
 // Tend decides one round for one Application from what the round read. A
@@ -437,7 +439,7 @@ func tend(v ApplicationView) Plan {
 		return Plan{Unanswerable: v.RecordErr.Error()}
 	}
 	var p Plan
-	rec := Record{Namespace: v.Namespace, Application: v.Application}
+	rec := release.Record{Namespace: v.Namespace, Application: v.Application}
 	if v.Record != nil {
 		rec = *v.Record
 	}
@@ -448,7 +450,7 @@ func tend(v ApplicationView) Plan {
 	// applied never goes quiet because a Canary went away.
 	for _, m := range v.Members {
 		if !m.HasCanary {
-			return Plan{Unanswerable: "member " + m.Process + " has no Canary labelled " + LabelPartOf + "=" + v.Application}
+			return Plan{Unanswerable: "member " + m.Process + " has no Canary labelled " + release.LabelPartOf + "=" + v.Application}
 		}
 	}
 	pinned, ok, err := Carried(v.Application, v.Members)
@@ -496,7 +498,7 @@ func tend(v ApplicationView) Plan {
 	// A record is created only once it says something: one that names
 	// nothing says what having none says.
 	p.Record, p.Create = next, v.Record == nil
-	p.Write = !sameRecord(rec, next)
+	p.Write = !release.SameRecord(rec, next)
 	if !ok || next.Pinned == "" || next.Pinned != pinned {
 		// Only a release the Canaries all carry is started, held or undone:
 		// while a render is being applied they name no one release.
@@ -510,7 +512,7 @@ func tend(v ApplicationView) Plan {
 	// The release's decision may have moved the record on (a migration
 	// started or undone); only a record that differs from the one read is
 	// written.
-	p.Write = !sameRecord(rec, p.Record)
+	p.Write = !release.SameRecord(rec, p.Record)
 	return p
 }
 
@@ -520,16 +522,16 @@ func tend(v ApplicationView) Plan {
 // flight reports it any more. What its down would return to was in that
 // release's inputs, which are gone, so the tag is left empty. nil when the
 // record names no such migration.
-func superseded(rec Record) *NotUndone {
+func superseded(rec release.Record) *NotUndone {
 	if rec.Migrated == "" || rec.Migrated == rec.Pinned {
 		return nil
 	}
-	return &NotUndone{Condition: UndoSuperseded, Migrated: RevisionTag(rec.Migrated)}
+	return &NotUndone{Condition: UndoSuperseded, Migrated: release.RevisionTag(rec.Migrated)}
 }
 
 // decideRelease decides a release in flight, next.Pinned applied but not
 // serving: start its migration, hold it, undo it.
-func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
+func decideRelease(p *Plan, v ApplicationView, next release.Record, mig *release.Migration) {
 	deadline, _ := time.ParseDuration(v.Inputs.Deadline)
 	hold := func(reason, cause string) {
 		p.Held = &Held{Reason: reason, Cause: cause, Serving: next.Serving, Pinned: next.Pinned, Since: *next.Since, Deadline: deadline}
@@ -550,7 +552,7 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 		}
 		return
 	}
-	tag := RevisionTag(next.Pinned)
+	tag := release.RevisionTag(next.Pinned)
 	up, ok := ownJob(v.Jobs, mig.Identity+"-"+tag, mig.Identity, v.Application)
 	if !ok {
 		// The render has not applied this revision's Job yet: nothing to
@@ -602,9 +604,9 @@ func decideRelease(p *Plan, v ApplicationView, next Record, mig *Migration) {
 // only when its down exists, was not run, the release is not a first one and
 // holds no non-transactional changeset, every primary still runs the proven
 // revision and every member's new copy has no pod left.
-func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag string) {
+func decideUndo(p *Plan, v ApplicationView, next release.Record, mig *release.Migration, tag string) {
 	refuse := func(condition string) {
-		p.NotUndone = &NotUndone{Tag: RevisionTag(mig.TestedAgainst), Condition: condition, Migrated: tag}
+		p.NotUndone = &NotUndone{Tag: release.RevisionTag(mig.TestedAgainst), Condition: condition, Migrated: tag}
 	}
 	if mig.TestedAgainst == "" {
 		refuse(UndoFirstRelease)
@@ -654,7 +656,7 @@ func decideUndo(p *Plan, v ApplicationView, next Record, mig *Migration, tag str
 		if m.Canary.LastAppliedSpec == next.Primaries[m.Process] || m.Target == nil || m.Primary == nil {
 			continue
 		}
-		if SameProgram(*m.Target, *m.Primary) == "" {
+		if release.SameProgram(*m.Target, *m.Primary) == "" {
 			refuse(UndoPrimariesMoved)
 			return
 		}

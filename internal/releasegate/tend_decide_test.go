@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
 )
 
@@ -16,8 +18,8 @@ var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 // mv is a member as a round reads it: its Canary carrying rev, its
 // Deployment and primary running target and primary images.
 func mv(process, phase, digest, target, primary string) MemberView {
-	c := Canary{Name: process, Webhooks: hooks("auth", rev), Phase: phase, LastAppliedSpec: digest, LastPromotedSpec: digest}
-	return MemberView{MemberState: MemberState{
+	c := release.Canary{Name: process, Webhooks: hooks("auth", rev), Phase: phase, LastAppliedSpec: digest, LastPromotedSpec: digest}
+	return MemberView{MemberState: release.MemberState{
 		Process: process, Canary: c, HasCanary: true,
 		Target: deployment(process, container(target)), Primary: deployment(process+"-primary", container(primary)),
 	}}
@@ -25,8 +27,8 @@ func mv(process, phase, digest, target, primary string) MemberView {
 
 func mjob(name string, suspended, complete, failed bool) MigrationJob {
 	return MigrationJob{
-		Job:       Job{Name: name, Identity: "auth-migration", Complete: complete, Failed: failed},
-		Namespace: "auth-system", Application: "auth", ManagedBy: ManagedBy,
+		Job:       release.Job{Name: name, Identity: "auth-migration", Complete: complete, Failed: failed},
+		Namespace: "auth-system", Application: "auth", ManagedBy: release.ManagedBy,
 		ResourceVersion: "41", UID: "uid-" + name, Suspended: suspended,
 	}
 }
@@ -43,15 +45,15 @@ func scene(edits ...func(v *ApplicationView)) ApplicationView {
 	since := t0.Add(-time.Hour)
 	v := ApplicationView{
 		Namespace: "auth-system", Application: "auth", Inputs: inputs(true),
-		Record: &Record{
+		Record: &release.Record{
 			Namespace: "auth-system", Application: "auth", Serving: prevRev,
 			Primaries: map[string]string{"auth-api": "api-1", "auth-ui": "ui-1"},
 			Pinned:    rev, Since: &since,
-			Warmup: &WarmupRecord{Revision: prevRev, Warmed: true},
+			Warmup: &release.WarmupRecord{Revision: prevRev, Warmed: true},
 		},
 		Members: []MemberView{
-			mv("auth-api", PhaseProgressing, "api-1", "api:2", "api:1"),
-			mv("auth-ui", PhaseSucceeded, "ui-1", "ui:1", "ui:1"),
+			mv("auth-api", release.PhaseProgressing, "api-1", "api:2", "api:1"),
+			mv("auth-ui", release.PhaseSucceeded, "ui-1", "ui:1", "ui:1"),
 		},
 		Jobs: []MigrationJob{mjob(upJob, true, false, false), mjob(downJob, true, false, false)},
 		Now:  t0,
@@ -66,7 +68,7 @@ func scene(edits ...func(v *ApplicationView)) ApplicationView {
 // promoted puts auth-api where Flagger leaves it after promoting rev.
 func promoted(v *ApplicationView) {
 	m := &v.Members[0]
-	m.Canary.Phase, m.Canary.LastAppliedSpec, m.Canary.LastPromotedSpec = PhaseSucceeded, "api-2", "api-2"
+	m.Canary.Phase, m.Canary.LastAppliedSpec, m.Canary.LastPromotedSpec = release.PhaseSucceeded, "api-2", "api-2"
 	m.Primary = deployment("auth-api-primary", container("api:2"))
 }
 
@@ -79,7 +81,7 @@ func migrated(v *ApplicationView) {
 
 func failedAt(at time.Time) func(v *ApplicationView) {
 	return func(v *ApplicationView) {
-		v.Members[0].Canary.Phase = PhaseFailed
+		v.Members[0].Canary.Phase = release.PhaseFailed
 		v.Members[0].Transitioned = at
 	}
 }
@@ -107,13 +109,13 @@ func TestTendRecordsWhatServes(t *testing.T) {
 			scene(migrated, promoted, func(v *ApplicationView) { v.Members[0].Canary.LastAppliedSpec = "api-3" }), prevRev, rev, false, false},
 		{"members unchanged but the revision's migration not complete: not yet",
 			scene(func(v *ApplicationView) {
-				v.Members[0] = mv("auth-api", PhaseSucceeded, "api-1", "api:1", "api:1")
+				v.Members[0] = mv("auth-api", release.PhaseSucceeded, "api-1", "api:1", "api:1")
 				v.Jobs[0].Suspended, v.Record.Migrated = false, rev
 			}),
 			prevRev, rev, false, false},
 		{"members unchanged and the revision's migration Job not applied yet: not yet",
 			scene(func(v *ApplicationView) {
-				v.Members[0] = mv("auth-api", PhaseSucceeded, "api-1", "api:1", "api:1")
+				v.Members[0] = mv("auth-api", release.PhaseSucceeded, "api-1", "api:1", "api:1")
 				v.Jobs = nil
 			}),
 			prevRev, rev, false, false},
@@ -123,12 +125,12 @@ func TestTendRecordsWhatServes(t *testing.T) {
 			scene(func(v *ApplicationView) { v.Record.Pinned, v.Record.Since = "", nil }), prevRev, rev, true, false},
 		{"a revision that serves and was warmed: nothing to write",
 			scene(promoted, migrated, func(v *ApplicationView) {
-				v.Record = &Record{Namespace: "auth-system", Application: "auth", Serving: rev,
-					Primaries: map[string]string{"auth-api": "api-2", "auth-ui": "ui-1"}, Warmup: &WarmupRecord{Revision: rev, Warmed: true}}
+				v.Record = &release.Record{Namespace: "auth-system", Application: "auth", Serving: rev,
+					Primaries: map[string]string{"auth-api": "api-2", "auth-ui": "ui-1"}, Warmup: &release.WarmupRecord{Revision: rev, Warmed: true}}
 			}), rev, "", false, false},
 		{"a revision that serves and was never warmed is warmed once",
 			scene(promoted, migrated, func(v *ApplicationView) {
-				v.Record = &Record{Namespace: "auth-system", Application: "auth", Serving: rev,
+				v.Record = &release.Record{Namespace: "auth-system", Application: "auth", Serving: rev,
 					Primaries: map[string]string{"auth-api": "api-2", "auth-ui": "ui-1"}}
 			}), rev, "", false, true},
 		{"no record and nothing serving: a first release is recorded",
@@ -142,8 +144,8 @@ func TestTendRecordsWhatServes(t *testing.T) {
 			}
 			if p.Record.Serving != c.serving || p.Record.Pinned != c.pinned || p.Write != c.write || (p.Warm != nil) != c.warm {
 				t.Fatalf("serving %q pinned %q write %v warm %v; want %q %q %v %v",
-					RevisionTag(p.Record.Serving), RevisionTag(p.Record.Pinned), p.Write, p.Warm != nil,
-					RevisionTag(c.serving), RevisionTag(c.pinned), c.write, c.warm)
+					release.RevisionTag(p.Record.Serving), release.RevisionTag(p.Record.Pinned), p.Write, p.Warm != nil,
+					release.RevisionTag(c.serving), release.RevisionTag(c.pinned), c.write, c.warm)
 			}
 			if c.serving == rev && p.Record.Primaries["auth-api"] != "api-2" {
 				t.Fatalf("the primaries' digests were not recorded: %v", p.Record.Primaries)
@@ -232,8 +234,8 @@ func TestTendStartsTheMigrationOnlyUnderProof(t *testing.T) {
 // follow the promotion once Flagger settles, and stay while it has not.
 func TestTendKeepsServingDigestsCurrent(t *testing.T) {
 	servingEarly := func(v *ApplicationView) {
-		v.Record = &Record{Namespace: "auth-system", Application: "auth", Serving: rev,
-			Primaries: map[string]string{"auth-api": "api-1", "auth-ui": "ui-1"}, Warmup: &WarmupRecord{Revision: rev, Warmed: true}}
+		v.Record = &release.Record{Namespace: "auth-system", Application: "auth", Serving: rev,
+			Primaries: map[string]string{"auth-api": "api-1", "auth-ui": "ui-1"}, Warmup: &release.WarmupRecord{Revision: rev, Warmed: true}}
 	}
 	p := Tend(scene(promoted, migrated, servingEarly))
 	if !p.Write || p.Record.Primaries["auth-api"] != "api-2" || p.Record.Serving != rev {
@@ -304,7 +306,7 @@ func TestTendUndoesOnlyUnderEveryCondition(t *testing.T) {
 			v.NewCopyPods = map[string]int{"auth-api": 0, "auth-ui": 0}
 		}}, edits...)...)
 	}
-	prevTag := RevisionTag(prevRev)
+	prevTag := release.RevisionTag(prevRev)
 	cases := []struct {
 		name      string
 		view      ApplicationView
@@ -316,7 +318,7 @@ func TestTendUndoesOnlyUnderEveryCondition(t *testing.T) {
 		{"the migration failed and everything else holds: undone",
 			heldAfterMigration(func(v *ApplicationView) {
 				v.Jobs[0] = mjob(upJob, false, false, true)
-				v.Members[0].Canary.Phase = PhaseProgressing
+				v.Members[0].Canary.Phase = release.PhaseProgressing
 			}), true, "", false},
 		{"the new copies not counted yet: the round reads them",
 			heldAfterMigration(func(v *ApplicationView) { v.NewCopyPods = nil }), false, "", true},
@@ -459,7 +461,7 @@ func TestWarmupVerdict(t *testing.T) {
 
 func TestWarmTargets(t *testing.T) {
 	withMeta := func(process string, mds ...map[string]string) MemberView {
-		return MemberView{MemberState: MemberState{Process: process, Canary: Canary{Webhooks: mds}, HasCanary: true}}
+		return MemberView{MemberState: release.MemberState{Process: process, Canary: release.Canary{Webhooks: mds}, HasCanary: true}}
 	}
 	got, err := WarmTargets([]MemberView{
 		withMeta("auth-api",
@@ -484,61 +486,6 @@ func TestWarmTargets(t *testing.T) {
 			t.Errorf("hosts %s read", bad)
 		}
 	}
-}
-
-func TestRecordCodec(t *testing.T) {
-	since := t0
-	r := Record{Namespace: "auth-system", Application: "auth", Serving: prevRev, Primaries: map[string]string{"auth-api": "d"},
-		Pinned: rev, Since: &since, Warmup: &WarmupRecord{Revision: prevRev, Failed: &WarmupFailure{Request: "a.example.com/", Status: 503}}}
-	data := EncodeRecord(r)
-	got, err := DecodeRecord("auth-system", "auth", data)
-	if err != nil || !sameRecord(got, r) {
-		t.Fatalf("round trip: %+v %v", got, err)
-	}
-	if RecordConfigMap("auth-system", "auth") != "auth-system.auth-release-record" {
-		t.Fatal(RecordConfigMap("auth-system", "auth"))
-	}
-	cases := []struct {
-		name, ns, raw, cause string
-	}{
-		{"another namespace's record", "billing-system", data[RecordKey], `names namespace "auth-system"`},
-		{"not JSON", "auth-system", `{`, "does not decode"},
-		{"an unknown field", "auth-system", `{"namespace":"auth-system","application":"auth","x":1}`, "does not decode"},
-		{"two values", "auth-system", `{"namespace":"auth-system","application":"auth"} {}`, "more than one"},
-		{"another Application", "auth-system", `{"namespace":"auth-system","application":"billing"}`, "names Application"},
-		{"a serving that is not a revision", "auth-system", `{"namespace":"auth-system","application":"auth","serving":"v1"}`, "not a revision"},
-		{"a pinned revision without its time", "auth-system", `{"namespace":"auth-system","application":"auth","pinned":"` + rev + `"}`, "come together"},
-		{"a warmup of no revision", "auth-system", `{"namespace":"auth-system","application":"auth","warmup":{"revision":"x","warmed":true}}`, "warmup revision"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if _, err := DecodeRecord(c.ns, "auth", map[string]string{RecordKey: c.raw}); err == nil || !strings.Contains(err.Error(), c.cause) {
-				t.Fatalf("err %v, want %q", err, c.cause)
-			}
-		})
-	}
-	if _, err := DecodeRecord("auth-system", "auth", map[string]string{}); err == nil {
-		t.Fatal("a record without its key reads")
-	}
-}
-
-func FuzzDecodeRecord(f *testing.F) {
-	since := t0
-	f.Add(EncodeRecord(Record{Namespace: "auth-system", Application: "auth", Serving: prevRev, Pinned: rev, Since: &since})[RecordKey])
-	f.Add(`{"namespace":"auth-system","application":"auth"}`)
-	f.Add(`{"namespace":"auth-system","application":"auth","warmup":{"revision":"` + rev + `","warmed":false,"failed":{"request":"a/","status":503}}}`)
-	f.Add(`[]`)
-	f.Fuzz(func(t *testing.T, raw string) {
-		r, err := DecodeRecord("auth-system", "auth", map[string]string{RecordKey: raw})
-		if err != nil {
-			return
-		}
-		// What reads, re-encoded, reads the same.
-		again, err := DecodeRecord("auth-system", "auth", EncodeRecord(r))
-		if err != nil || !sameRecord(r, again) {
-			t.Fatalf("re-encoded record does not read the same: %v", err)
-		}
-	})
 }
 
 func TestTendReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
@@ -572,7 +519,7 @@ func TestTendReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
 // completes; while a migration of another release is recorded, no later
 // migration starts under a proof against what serves.
 func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
-	nextTag := RevisionTag(otherRev)
+	nextTag := release.RevisionTag(otherRev)
 	// superseded: rev's migration ran and was left applied, and the render
 	// now carries otherRev, proven against prevRev like rev was.
 	superseded := func(v *ApplicationView) {
@@ -615,7 +562,7 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 			}
 			if p.Record.Migrated != c.migrated || p.Write != c.write || (p.Start != nil) != c.start || held != c.held {
 				t.Fatalf("migrated %q write %v start %v held %q; want %q %v %v %q",
-					RevisionTag(p.Record.Migrated), p.Write, p.Start != nil, held, RevisionTag(c.migrated), c.write, c.start, c.held)
+					release.RevisionTag(p.Record.Migrated), p.Write, p.Start != nil, held, release.RevisionTag(c.migrated), c.write, c.start, c.held)
 			}
 		})
 	}
@@ -634,7 +581,7 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 	for name, view := range map[string]ApplicationView{"superseded": scene(superseded), "reverted": scene(reverted)} {
 		want := NotUndone{Condition: UndoSuperseded, Migrated: tag}
 		if p := Tend(view); p.NotUndone == nil || *p.NotUndone != want || p.Record.Migrated != rev {
-			t.Errorf("%s: not undone %+v, migrated %q; want %+v", name, p.NotUndone, RevisionTag(p.Record.Migrated), want)
+			t.Errorf("%s: not undone %+v, migrated %q; want %+v", name, p.NotUndone, release.RevisionTag(p.Record.Migrated), want)
 		}
 	}
 }

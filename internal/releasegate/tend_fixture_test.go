@@ -14,21 +14,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // readRecord reads the record of ns's Application as the administrator.
-func readRecord(t testing.TB, cp *testenv.ControlPlane, ns, app string) (releasegate.Record, bool) {
+func readRecord(t testing.TB, cp *testenv.ControlPlane, ns, app string) (release.Record, bool) {
 	t.Helper()
-	cm, err := cp.Kube.CoreV1().ConfigMaps(gateNS).Get(context.Background(), releasegate.RecordConfigMap(ns, app), metav1.GetOptions{})
+	cm, err := cp.Kube.CoreV1().ConfigMaps(gateNS).Get(context.Background(), release.RecordConfigMap(ns, app), metav1.GetOptions{})
 	if err != nil {
-		return releasegate.Record{}, false
+		return release.Record{}, false
 	}
-	r, err := releasegate.DecodeRecord(ns, app, cm.Data)
+	r, err := release.DecodeRecord(ns, app, cm.Data)
 	if err != nil {
 		t.Fatalf("record of %s/%s: %v", ns, app, err)
 	}

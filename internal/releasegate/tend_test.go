@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
 
@@ -108,23 +110,23 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 	proven := &app{ns: nsC, name: "shop", migration: true, testedAgainst: prevRev,
 		members: []member{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
 		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
-		record:  &releasegate.Record{Namespace: nsC, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+		record:  &release.Record{Namespace: nsC, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
 	failed := &app{ns: nsD, name: "pay", migration: true, testedAgainst: prevRev,
 		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
 			transitioned: time.Now().Add(-time.Minute)}},
 		jobs: []job{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
-		record: &releasegate.Record{Namespace: nsD, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+		record: &release.Record{Namespace: nsD, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
 			Pinned: rev, Since: ago(10 * time.Minute)}}
 	refused := &app{ns: nsD, name: "cart", migration: true, testedAgainst: prevRev, nonTransactional: true,
 		members: []member{{process: "cart-api", phase: "Failed", applied: "c-2", promoted: "c-1", image: "cart:2", primaryImage: "cart:1",
 			transitioned: time.Now().Add(-time.Minute)}},
 		jobs: []job{{name: "cart-migration-" + tag, complete: true}, {name: "cart-migration-down-" + tag, suspended: true}},
-		record: &releasegate.Record{Namespace: nsD, Application: "cart", Serving: prevRev, Primaries: digestsOf("cart-api", "c-1"),
+		record: &release.Record{Namespace: nsD, Application: "cart", Serving: prevRev, Primaries: digestsOf("cart-api", "c-1"),
 			Pinned: rev, Since: ago(10 * time.Minute)}}
 	raced := &app{ns: nsE, name: "shop", migration: true, testedAgainst: prevRev,
 		members: []member{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
 		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
-		record:  &releasegate.Record{Namespace: nsE, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+		record:  &release.Record{Namespace: nsE, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
 	for _, a := range []*app{serving, broken, servingFailing, servingPrivate, sameID, proven, failed, refused, raced} {
 		a.apply(t, cp)
 	}
@@ -317,7 +319,7 @@ status: {phase: Running, podIP: 10.3.0.9, podIPs: [{ip: 10.3.0.9}]}
 
 func checkReleases(t *testing.T, cp *testenv.ControlPlane, tender *releasegate.Tender, counter *testenv.RequestCounter, nsA, nsB string) {
 	t.Helper()
-	schema := jsondoc.MustCompile(releasegate.ReleasesSchema, jsondoc.AssertFormats())
+	schema := jsondoc.MustCompile(release.ReleasesSchema, jsondoc.AssertFormats())
 	h := tender.ReleasesHandler()
 	counter.Reset()
 	var body []byte
@@ -465,7 +467,7 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 	proven := &app{ns: nsC, name: "shop", migration: true, testedAgainst: prevRev,
 		members: []member{{process: "shop-api", phase: "Waiting", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
 		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
-		record:  &releasegate.Record{Namespace: nsC, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+		record:  &release.Record{Namespace: nsC, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
 	serving.apply(t, cp)
 	proven.apply(t, cp)
 
@@ -549,7 +551,7 @@ func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
 		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
 			transitioned: time.Now().Add(-2 * time.Hour)}},
 		jobs: []job{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
-		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+		record: &release.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
 			Pinned: rev, Since: &hourAgo, Migrated: rev}}
 	a.apply(t, cp)
 	round(t, tender, logs)
@@ -569,7 +571,7 @@ func failedPay(ns string, pods []pod, jobs ...job) *app {
 		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
 			transitioned: time.Now().Add(-time.Minute), pods: pods}},
 		jobs: jobs,
-		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+		record: &release.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
 			Pinned: rev, Since: &since}}
 }
 
@@ -633,7 +635,7 @@ func TestARoundComparesTheConfigMapsOfTheCopies(t *testing.T) {
 	a := &app{ns: ns, name: "auth",
 		members: []member{{process: "auth-api", phase: "Succeeded", applied: "api-1", promoted: "api-1", image: "api:1", primaryImage: "api:1",
 			envConfig: "full", primaryEnvConfig: "lite"}},
-		record: &releasegate.Record{Namespace: ns, Application: "auth", Serving: prevRev, Primaries: digestsOf("auth-api", "api-1")}}
+		record: &release.Record{Namespace: ns, Application: "auth", Serving: prevRev, Primaries: digestsOf("auth-api", "api-1")}}
 	a.apply(t, cp)
 	round(t, tender, logs)
 	if rec, _ := readRecord(t, cp, ns, "auth"); rec.Serving != prevRev || rec.Pinned != rev {
@@ -748,14 +750,14 @@ func TestAFailedDeploymentsListFailsOnlyWhoNeedsIt(t *testing.T) {
 	proven := &app{ns: ns, name: "shop", migration: true, testedAgainst: prevRev,
 		members: []member{{process: "shop-api", phase: "Progressing", applied: "s-2", promoted: "s-1", image: "shop:2", primaryImage: "shop:1"}},
 		jobs:    []job{{name: "shop-migration-" + tag, suspended: true}},
-		record:  &releasegate.Record{Namespace: ns, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
+		record:  &release.Record{Namespace: ns, Application: "shop", Serving: prevRev, Primaries: digestsOf("shop-api", "s-1")}}
 	// Held and migrated: its undo needs the Deployments, its hold does not.
 	since := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
 	held := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
 		members: []member{{process: "pay-api", phase: "Failed", applied: "p-2", promoted: "p-1", image: "pay:2", primaryImage: "pay:1",
 			transitioned: time.Now().Add(-time.Minute)}},
 		jobs: []job{{name: "pay-migration-" + tag, complete: true}, {name: "pay-migration-down-" + tag, suspended: true}},
-		record: &releasegate.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
+		record: &release.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
 			Pinned: rev, Since: &since, Migrated: rev}}
 	settling.apply(t, cp)
 	proven.apply(t, cp)

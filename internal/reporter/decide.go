@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
 // Deployment status states the Reporter writes or reads.
@@ -58,12 +58,12 @@ type Member struct {
 	// Namespace is the Canary's.
 	Namespace string
 	// State is the Canary and its Deployments <target> and <target>-primary.
-	State releasegate.MemberState
+	State release.MemberState
 	// Iterations is the analysis's number of iterations (spec.analysis.iterations).
 	Iterations int
 	// Message is Flagger's message on the Canary's Promoted condition.
 	Message string
-	// ChangedAt is when the Canary's phase last changed (releasegate.PhaseChangedAt).
+	// ChangedAt is when the Canary's phase last changed (release.PhaseChangedAt).
 	ChangedAt time.Time
 }
 
@@ -203,7 +203,7 @@ func stage(in Input) (Status, bool) {
 		return Status{Description: "Flux has not applied " + in.Pin + " yet"}, false
 	}
 	for _, m := range in.Members {
-		if m.State.HasCanary && m.State.Canary.Phase == releasegate.PhaseFailed && !m.ChangedAt.Before(in.DeploymentCreated) {
+		if m.State.HasCanary && m.State.Canary.Phase == release.PhaseFailed && !m.ChangedAt.Before(in.DeploymentCreated) {
 			return Status{State: StateFailure, Description: fmt.Sprintf("%s rolled back: %s", m.State.Process, oneLine(m.Message))}, true
 		}
 	}
@@ -227,7 +227,7 @@ func stage(in Input) (Status, bool) {
 	}
 	var waiting []string
 	for _, m := range in.Members {
-		if through, _ := releasegate.Unchanged(m.State); !through {
+		if through, _ := release.Unchanged(m.State); !through {
 			waiting = append(waiting, m.State.Process+" "+memberStage(m))
 		}
 	}
@@ -243,11 +243,11 @@ func memberStage(m Member) string {
 		return "waits for Flagger"
 	}
 	switch c := m.State.Canary; c.Phase {
-	case releasegate.PhaseProgressing:
+	case release.PhaseProgressing:
 		return fmt.Sprintf("checks %d/%d", c.Iterations, m.Iterations)
-	case releasegate.PhaseWaitingPromotion:
+	case release.PhaseWaitingPromotion:
 		return "waits for the other members"
-	case releasegate.PhasePromoting, releasegate.PhaseFinalising:
+	case release.PhasePromoting, release.PhaseFinalising:
 		return "promoting"
 	}
 	return "waits for Flagger"
@@ -258,7 +258,7 @@ func memberStage(m Member) string {
 func warmupStage(in Input) Status {
 	revisions := map[string]string{}
 	for _, m := range in.Members {
-		app, rev, err := releasegate.CanaryRelease(m.State.Canary)
+		app, rev, err := release.CanaryRelease(m.State.Canary)
 		if err != nil {
 			// Webhooks naming two releases leave no revision whose warmup
 			// could be read: the release stays in progress, not success.

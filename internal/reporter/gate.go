@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
 // maxReleasesBody bounds the gate's answer: 1,000 Applications with their
@@ -39,7 +39,7 @@ type releases struct {
 }
 
 // releasesSchema is the gate's published shape of GET /releases.
-var releasesSchema = jsondoc.MustCompile(releasegate.ReleasesSchema)
+var releasesSchema = jsondoc.MustCompile(release.ReleasesSchema)
 
 // DecodeReleases reads the gate's GET /releases answer into what the Reporter
 // needs: every Application's warmup, keyed "<namespace>/<application>". An

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
 // UnitPrefix names a Project's unit: the Kustomization project-<project>.
@@ -55,11 +55,12 @@ type UnitObject struct {
 var ErrNotFound = errors.New("not found")
 
 // Kube reads Flux's and Flagger's objects through controller-runtime's
-// uncached client and Deployments through the Release Gate's reader, so both
-// services hold the same objects to the same barrier test.
+// uncached client and Deployments through the release model's reader, the
+// Release Gate's too, so both services hold the same objects to the same
+// barrier test.
 type Kube struct {
 	client client.Client
-	gate   *releasegate.Kube
+	views  *release.Kube
 }
 
 var _ Cluster = (*Kube)(nil)
@@ -76,11 +77,11 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	gate, err := releasegate.NewKube(cfg)
+	views, err := release.NewKube(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Kube{client: c, gate: gate}, nil
+	return &Kube{client: c, views: views}, nil
 }
 
 // Units lists the namespace's Kustomizations in pages of 500.
@@ -178,7 +179,7 @@ func (k *Kube) Source(ctx context.Context, namespace, name string) (Source, erro
 
 // Member reads a Canary, then its target Deployment and the primary.
 func (k *Kube) Member(ctx context.Context, name types.NamespacedName) (Member, error) {
-	m := Member{Namespace: name.Namespace, State: releasegate.MemberState{Process: name.Name}}
+	m := Member{Namespace: name.Namespace, State: release.MemberState{Process: name.Name}}
 	var c flaggerv1.Canary
 	if err := k.client.Get(ctx, name, &c); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -187,8 +188,8 @@ func (k *Kube) Member(ctx context.Context, name types.NamespacedName) (Member, e
 		return Member{}, fmt.Errorf("read Canary %s: %w", name, err)
 	}
 	m.State.HasCanary = true
-	m.State.Canary = releasegate.CanaryOf(&c)
-	m.ChangedAt = releasegate.PhaseChangedAt(&c)
+	m.State.Canary = release.CanaryOf(&c)
+	m.ChangedAt = release.PhaseChangedAt(&c)
 	if c.Spec.Analysis != nil {
 		m.Iterations = c.Spec.Analysis.Iterations
 	}
@@ -200,11 +201,11 @@ func (k *Kube) Member(ctx context.Context, name types.NamespacedName) (Member, e
 	target := c.Spec.TargetRef.Name
 	for _, d := range []struct {
 		name string
-		into **releasegate.Deployment
+		into **release.Deployment
 	}{{target, &m.State.Target}, {target + "-primary", &m.State.Primary}} {
-		dep, err := k.gate.Deployment(ctx, name.Namespace, d.name)
+		dep, err := k.views.Deployment(ctx, name.Namespace, d.name)
 		switch {
-		case errors.Is(err, releasegate.ErrNotFound):
+		case errors.Is(err, release.ErrNotFound):
 		case err != nil:
 			return Member{}, fmt.Errorf("read Deployment %s/%s: %w", name.Namespace, d.name, err)
 		default:

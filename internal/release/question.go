@@ -1,4 +1,4 @@
-package releasegate
+package release
 
 import (
 	"bytes"
@@ -55,6 +55,14 @@ var (
 	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 )
 
+// IsRevision reports whether s is an Application revision, sha256:<64 hex>.
+func IsRevision(s string) bool { return revisionPattern.MatchString(s) }
+
+// IsName reports whether s can be a namespace, an Application id or a
+// Process name: a DNS label, since each becomes part of an object name or a
+// label value.
+func IsName(s string) bool { return dnsLabel.MatchString(s) }
+
 // ErrNoQuestion marks a payload that asks nothing the gate can answer (400).
 var ErrNoQuestion = errors.New("the payload asks no question")
 
@@ -96,21 +104,22 @@ func (p payload) question() (Question, error) {
 	case q.Revision == "":
 		return Question{}, fmt.Errorf("%w: metadata has no revision", ErrNoQuestion)
 	case p.Name != q.Process:
-		return Question{}, fmt.Errorf("%w: name %q is not the process %q", ErrNoQuestion, clip(p.Name), clip(q.Process))
+		return Question{}, fmt.Errorf("%w: name %q is not the process %q", ErrNoQuestion, Clip(p.Name), Clip(q.Process))
 	case !revisionPattern.MatchString(q.Revision):
-		return Question{}, fmt.Errorf("%w: revision %q is not sha256:<64 hex>", ErrNoQuestion, clip(q.Revision))
+		return Question{}, fmt.Errorf("%w: revision %q is not sha256:<64 hex>", ErrNoQuestion, Clip(q.Revision))
 	case !dnsLabel.MatchString(q.Namespace):
-		return Question{}, fmt.Errorf("%w: namespace %q is not a namespace name", ErrNoQuestion, clip(q.Namespace))
+		return Question{}, fmt.Errorf("%w: namespace %q is not a namespace name", ErrNoQuestion, Clip(q.Namespace))
 	case !dnsLabel.MatchString(q.Application):
-		return Question{}, fmt.Errorf("%w: application %q is not an Application id", ErrNoQuestion, clip(q.Application))
+		return Question{}, fmt.Errorf("%w: application %q is not an Application id", ErrNoQuestion, Clip(q.Application))
 	case !dnsLabel.MatchString(q.Process):
-		return Question{}, fmt.Errorf("%w: process %q is not a Process name", ErrNoQuestion, clip(q.Process))
+		return Question{}, fmt.Errorf("%w: process %q is not a Process name", ErrNoQuestion, Clip(q.Process))
 	}
 	return q, nil
 }
 
-// clip keeps a caller's text in a reply short; %q then keeps it on one line.
-func clip(s string) string {
+// Clip keeps text a caller or an object's writer chose short in a reply or
+// an error; %q then keeps it on one line.
+func Clip(s string) string {
 	const most = 80
 	if len(s) > most {
 		return s[:most] + "..."

@@ -1,7 +1,6 @@
-package releasegate
+package release
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -61,75 +60,6 @@ func TestDecodeInputsRefuses(t *testing.T) {
 	}
 }
 
-func TestDecodeQuestion(t *testing.T) {
-	body := func(name, md string) string {
-		return `{"name":"` + name + `","namespace":"auth-system","phase":"Progressing","checksum":"x","metadata":` + md + `}`
-	}
-	md := `{"application":"auth","process":"auth-api","revision":"` + rev + `"}`
-	q, err := DecodeQuestionBytes([]byte(body("auth-api", md)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q != (Question{Namespace: "auth-system", Application: "auth", Process: "auth-api", Revision: rev, Phase: "Progressing"}) || q.Tag() != tag {
-		t.Fatalf("decoded %+v", q)
-	}
-	if _, err := DecodeQuestionBytes([]byte(`{"name":"auth-api","namespace":"auth-system","newField":1,"metadata":` + md + `}`)); err != nil {
-		t.Fatalf("a field Flagger adds later was refused: %v", err)
-	}
-
-	cases := []struct{ name, body, err string }{
-		{"bad JSON", `{"name":`, "not a JSON object"},
-		{"not an object", `[]`, "not a JSON object"},
-		{"two values", body("auth-api", md) + `{}`, "more than one"},
-		{"missing metadata", `{"name":"auth-api","namespace":"auth-system"}`, "no metadata"},
-		{"metadata without application", body("auth-api", `{"process":"auth-api","revision":"`+rev+`"}`), "no application"},
-		{"metadata without process", body("auth-api", `{"application":"auth","revision":"`+rev+`"}`), "no process"},
-		{"metadata without revision", body("auth-api", `{"application":"auth","process":"auth-api"}`), "no revision"},
-		{"name is not the process", body("auth-ui", md), `name "auth-ui" is not the process "auth-api"`},
-		{"revision not sha256:<hex>", body("auth-api", `{"application":"auth","process":"auth-api","revision":"sha256:XYZ"}`), "not sha256:<64 hex>"},
-		{"revision of another algorithm", body("auth-api", `{"application":"auth","process":"auth-api","revision":"md5:abc"}`), "not sha256"},
-		{"namespace that is no name", strings.Replace(body("auth-api", md), "auth-system", "../x", 1), "namespace"},
-		{"application that is no id", body("auth-api", `{"application":"Auth/1","process":"auth-api","revision":"`+rev+`"}`), "application"},
-		{"process that is no name", body("a.b", `{"application":"auth","process":"a.b","revision":"`+rev+`"}`), "process"},
-		{"metadata that is not strings", body("auth-api", `{"application":1}`), "not a JSON object"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := DecodeQuestionBytes([]byte(c.body))
-			if !errors.Is(err, ErrNoQuestion) || !strings.Contains(err.Error(), c.err) {
-				t.Fatalf("DecodeQuestion = %v, want ErrNoQuestion containing %q", err, c.err)
-			}
-		})
-	}
-	long := strings.Repeat("x", 200)
-	_, err = DecodeQuestionBytes([]byte(body(long, md)))
-	if err == nil || len(err.Error()) > 300 {
-		t.Fatalf("a long name is not clipped: %v", err)
-	}
-}
-
-func FuzzDecodeQuestion(f *testing.F) {
-	f.Add([]byte(`{"name":"auth-api","namespace":"auth-system","phase":"Progressing","checksum":"x","metadata":{"application":"auth","process":"auth-api","revision":"` + rev + `"}}`))
-	f.Add([]byte(`{"name":"auth-api","metadata":{}}`))
-	f.Add([]byte(`{"metadata":null}`))
-	f.Add([]byte(`[]`))
-	f.Add([]byte(``))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		q, err := DecodeQuestionBytes(b)
-		if err != nil {
-			if !errors.Is(err, ErrNoQuestion) {
-				t.Fatalf("an error that is not ErrNoQuestion: %v", err)
-			}
-			return
-		}
-		// Whatever is accepted names one member at one revision, fit to be
-		// part of object names and label values.
-		if q.Tag() == "" || !dnsLabel.MatchString(q.Namespace) || !dnsLabel.MatchString(q.Application) || !dnsLabel.MatchString(q.Process) {
-			t.Fatalf("accepted %+v", q)
-		}
-	})
-}
-
 func FuzzDecodeInputs(f *testing.F) {
 	f.Add([]byte(authInputs))
 	f.Add([]byte(`{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1s","endpoint":"e","members":[{"process":"a","readiness":{"tcp":1}}]}`))
@@ -154,4 +84,67 @@ func FuzzDecodeInputs(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCheckInputs(t *testing.T) {
+	good := `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"http://g:8080","members":[{"process":"auth-api","readiness":{"tcp":8080}}]}`
+	labelled := map[string]string{LabelPartOf: "auth", LabelManagedBy: ManagedBy}
+	cases := []struct {
+		name string
+		cm   ConfigMap
+		err  string
+	}{
+		{"inputs of this Application", ConfigMap{Labels: labelled, Data: map[string]string{InputsKey: good}}, ""},
+		{"inputs labelled for another Application", ConfigMap{Labels: map[string]string{LabelPartOf: "billing", LabelManagedBy: ManagedBy}, Data: map[string]string{InputsKey: good}}, "is not labelled"},
+		{"inputs not rendered by deploy-kit", ConfigMap{Labels: map[string]string{LabelPartOf: "auth"}, Data: map[string]string{InputsKey: good}}, "is not labelled"},
+		{"inputs without the key", ConfigMap{Labels: labelled}, "has no key"},
+		{"inputs that do not parse", ConfigMap{Labels: labelled, Data: map[string]string{InputsKey: "{"}}, "not JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := CheckInputs("auth", c.cm)
+			if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("CheckInputs = %v, want %q", err, c.err)
+			}
+		})
+	}
+}
+
+func TestDecodeInputsOwnTrafficFields(t *testing.T) {
+	doc := func(extra string) string {
+		return `{"analysis":{"interval":"30s","iterations":4,"threshold":3},"deadline":"1800s","endpoint":"e","members":[{"process":"auth-api","readiness":{"tcp":8080}}]` + extra + `}`
+	}
+	in, err := DecodeInputs([]byte(doc(`,"errorRate":0.05,"latency":"500ms","protectedPath":"/admin/","protectedBy":"auth-api"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.ErrorRate == nil || *in.ErrorRate != 0.05 || in.Latency != "500ms" || in.ProtectedPath != "/admin/" || in.ProtectedBy != "auth-api" {
+		t.Fatalf("decoded %+v", in)
+	}
+	for _, ok := range []string{`,"errorRate":0`, `,"errorRate":1`, `,"latency":"2s"`, `,"protectedPath":"/","protectedBy":"auth-api"`, `,"protectedPath":"/a%20b/c","protectedBy":"auth-api"`} {
+		if _, err := DecodeInputs([]byte(doc(ok))); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	refused := map[string]string{
+		"an error rate over 1":           `,"errorRate":1.5`,
+		"a negative error rate":          `,"errorRate":-0.1`,
+		"an error rate that is text":     `,"errorRate":"5%"`,
+		"a zero latency":                 `,"latency":"0s"`,
+		"a latency that is no duration":  `,"latency":"fast"`,
+		"a path and no member":           `,"protectedPath":"/admin"`,
+		"a member and no path":           `,"protectedBy":"auth-api"`,
+		"a protected path with //":       `,"protectedPath":"//evil.example/","protectedBy":"auth-api"`,
+		"a protected path with ..":       `,"protectedPath":"/a/../b","protectedBy":"auth-api"`,
+		"a protected path with a query":  `,"protectedPath":"/a?b","protectedBy":"auth-api"`,
+		"a protected path with a scheme": `,"protectedPath":"http://x/","protectedBy":"auth-api"`,
+		"a protectedBy that is no name":  `,"protectedPath":"/a","protectedBy":"Auth API"`,
+	}
+	for name, extra := range refused {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeInputs([]byte(doc(extra))); err == nil || !strings.Contains(err.Error(), "schema") {
+				t.Fatalf("DecodeInputs = %v, want a schema error", err)
+			}
+		})
+	}
 }

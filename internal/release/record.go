@@ -1,4 +1,4 @@
-package releasegate
+package release
 
 import (
 	"bytes"
@@ -13,14 +13,14 @@ import (
 // RecordKey is the key of a record ConfigMap that holds the record.
 const RecordKey = "record.json"
 
-// recordSuffix ends the name of every record ConfigMap.
-const recordSuffix = "-release-record"
+// RecordSuffix ends the name of every record ConfigMap.
+const RecordSuffix = "-release-record"
 
 // RecordConfigMap names the record of the Application application in
 // namespace. A namespace is a DNS label and holds no dot, so the name of one
 // namespace's record is never another's.
 func RecordConfigMap(namespace, application string) string {
-	return namespace + "." + application + recordSuffix
+	return namespace + "." + application + RecordSuffix
 }
 
 // Record is the gate's one piece of state per Application: what serves, with
@@ -96,26 +96,26 @@ func DecodeRecord(namespace, application string, data map[string]string) (Record
 	}
 	switch {
 	case r.Namespace != namespace:
-		return Record{}, fmt.Errorf("record %s names namespace %q, not %q", name, clip(r.Namespace), namespace)
+		return Record{}, fmt.Errorf("record %s names namespace %q, not %q", name, Clip(r.Namespace), namespace)
 	case r.Application != application:
-		return Record{}, fmt.Errorf("record %s names Application %q, not %q", name, clip(r.Application), application)
+		return Record{}, fmt.Errorf("record %s names Application %q, not %q", name, Clip(r.Application), application)
 	}
 	for what, rev := range map[string]string{"serving": r.Serving, "pinned": r.Pinned, "migrated": r.Migrated} {
 		if rev != "" && !revisionPattern.MatchString(rev) {
-			return Record{}, fmt.Errorf("record %s: %s %q is not a revision", name, what, clip(rev))
+			return Record{}, fmt.Errorf("record %s: %s %q is not a revision", name, what, Clip(rev))
 		}
 	}
 	if (r.Pinned == "") != (r.Since == nil) {
 		return Record{}, fmt.Errorf("record %s: a pinned revision and its time come together", name)
 	}
 	if r.Warmup != nil && !revisionPattern.MatchString(r.Warmup.Revision) {
-		return Record{}, fmt.Errorf("record %s: warmup revision %q is not a revision", name, clip(r.Warmup.Revision))
+		return Record{}, fmt.Errorf("record %s: warmup revision %q is not a revision", name, Clip(r.Warmup.Revision))
 	}
 	return r, nil
 }
 
-// sameRecord reports whether writing b over a would change nothing.
-func sameRecord(a, b Record) bool {
+// SameRecord reports whether writing b over a would change nothing.
+func SameRecord(a, b Record) bool {
 	return bytes.Equal([]byte(EncodeRecord(a)[RecordKey]), []byte(EncodeRecord(b)[RecordKey]))
 }
 

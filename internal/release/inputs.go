@@ -1,4 +1,4 @@
-package releasegate
+package release
 
 import (
 	_ "embed"
@@ -92,4 +92,22 @@ func DecodeInputs(raw []byte) (*Inputs, error) {
 		seen[m.Process] = true
 	}
 	return &in, nil
+}
+
+// CheckInputs holds the inputs ConfigMap to the render's labels: inputs that
+// do not say they are this Application's are not its inputs.
+func CheckInputs(application string, cm ConfigMap) (*Inputs, error) {
+	if cm.Labels[LabelPartOf] != application || cm.Labels[LabelManagedBy] != ManagedBy {
+		return nil, fmt.Errorf("ConfigMap %s is not labelled %s=%s, %s=%s",
+			InputsConfigMap(application), LabelPartOf, application, LabelManagedBy, ManagedBy)
+	}
+	raw, ok := cm.Data[InputsKey]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s has no key %s", InputsConfigMap(application), InputsKey)
+	}
+	in, err := DecodeInputs([]byte(raw))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s: %w", InputsConfigMap(application), err)
+	}
+	return in, nil
 }
