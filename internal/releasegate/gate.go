@@ -7,15 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/release"
-
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
 
@@ -101,33 +97,52 @@ func New(cluster Cluster, callers Callers, cfg Config, logger *slog.Logger) (*Ga
 	}, nil
 }
 
-// Validate checks the identity names Flagger's pods precisely and returns its
-// selector: a selector that matches every pod would let any pod in
-// Flagger's namespace ask.
-func (f FlaggerIdentity) Validate() (labels.Selector, error) {
-	sel, err := labels.Parse(f.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("FLAGGER_SELECTOR %q: %w", f.Selector, err)
-	}
-	if sel.Empty() {
-		return nil, fmt.Errorf("FLAGGER_SELECTOR %q selects every pod", f.Selector)
-	}
-	if f.Namespace == "" || f.ServiceAccount == "" {
-		return nil, errors.New("FLAGGER_NAMESPACE and FLAGGER_SERVICE_ACCOUNT must name Flagger's pods")
-	}
-	return sel, nil
+// webhook is one of the questions Flagger asks, each in a file of its own
+// (webhook_<route>.go). handle makes the checks and the reads every webhook
+// shares; a webhook adds where it is asked, what its question shows, and the
+// reads and the rule of its answer.
+type webhook interface {
+	// route is the webhook's name as the render names it; Flagger asks it at
+	// POST /<route>.
+	route() string
+	// shows says what the question shows and needs beyond the shared reads.
+	shows() routeOptions
+	// read is handed the question as soon as the payload reads and starts
+	// the reads that need nothing but the question, so the reads of one
+	// answer run side by side, not one after another. The step it returns
+	// decides once the shared reads identified the member.
+	read(ctx context.Context, q release.Question) decide
+}
+
+// routeOptions say what a webhook's question shows and needs beyond the
+// reads every webhook shares.
+type routeOptions struct {
+	// noted: the question shows the member is in the release it asks about,
+	// so the revision it asks at is noted. Flagger asks confirm-rollout while
+	// the Canary still reads as the release before (Succeeded, say), so a
+	// /may-start is no such sign; the other three are asked only while the
+	// member is analysed or waits at the barrier.
+	noted bool
+	// configMaps: the answer compares ConfigMaps, so the namespace's are
+	// listed and the inputs picked out of that list, one read of the kind.
+	configMaps bool
+}
+
+// decide is a webhook's answer once the shared reads identified the member:
+// it waits for the webhook's reads and decides with its rule (and, for
+// /checks and /may-promote, the gate's own requests).
+type decide func(a asked) (Answer, error)
+
+// webhooks are the four questions the gate answers, registered here alone.
+func (g *Gate) webhooks() []webhook {
+	return []webhook{mayStart{g}, checks{g}, mayPromote{g}, rollback{g}}
 }
 
 // Routes registers the four webhooks.
 func (g *Gate) Routes(mux *http.ServeMux) {
-	// Flagger asks confirm-rollout while the Canary still reads as the
-	// release before (Succeeded, say), so a /may-start is no sign the member
-	// entered this one; the other three are asked only while it is analysed
-	// or waits at the barrier.
-	mux.HandleFunc("POST /may-start", g.handle(WebhookMayStart, routeOptions{configMaps: true}, g.mayStart))
-	mux.HandleFunc("POST /checks", g.handle(WebhookChecks, routeOptions{noted: true, configMaps: true}, g.checks))
-	mux.HandleFunc("POST /may-promote", g.handle(WebhookMayPromote, routeOptions{noted: true, configMaps: true}, g.mayPromote))
-	mux.HandleFunc("POST /rollback", g.handle(WebhookRollback, routeOptions{noted: true}, g.rollback))
+	for _, hook := range g.webhooks() {
+		mux.HandleFunc("POST /"+hook.route(), g.handle(hook))
+	}
 }
 
 // Ready is ready once the gate has reached the API server and knows
@@ -160,29 +175,14 @@ type asked struct {
 	configMaps []release.ConfigMap
 }
 
-// decision is one webhook's own part. It is handed the question as soon as the
-// payload reads, starts the reads that need nothing but the question, and
-// returns the step that decides once the common reads identified the member.
-// Reads of one answer thus run side by side, not one after another.
-type decision func(ctx context.Context, q release.Question) func(a asked) (Answer, error)
-
-// routeOptions say what a webhook's question shows and needs beyond the
-// reads every webhook shares.
-type routeOptions struct {
-	// noted: the question shows the member is in the release it asks about.
-	noted bool
-	// configMaps: the answer compares ConfigMaps, so the namespace's are
-	// listed and the inputs picked out of that list, one read of the kind.
-	configMaps bool
-}
-
 // handle runs the checks every webhook shares, in the order that reveals
 // least: the caller before the body, the body before the cluster.
-func (g *Gate) handle(webhook string, opts routeOptions, decide decision) http.HandlerFunc {
+func (g *Gate) handle(hook webhook) http.HandlerFunc {
+	opts := hook.shows()
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), AnswerTimeout)
 		defer cancel()
-		log := g.logger.With(slog.String("webhook", webhook))
+		log := g.logger.With(slog.String("webhook", hook.route()))
 
 		if ok, err := g.fromFlagger(r); err != nil {
 			g.cannot(ctx, w, log, fmt.Errorf("know Flagger's pods: %w", err))
@@ -206,7 +206,7 @@ func (g *Gate) handle(webhook string, opts routeOptions, decide decision) http.H
 		log = log.With(slog.String("namespace", q.Namespace), slog.String("application", q.Application),
 			slog.String("process", q.Process), slog.String("revision", q.Revision))
 
-		finish := decide(ctx, q)
+		finish := hook.read(ctx, q)
 		question, refusal, ok, err := g.identify(ctx, q, opts.configMaps)
 		answer := refusal
 		if err == nil && ok {
@@ -261,16 +261,6 @@ func (g *Gate) identify(ctx context.Context, q release.Question, listConfigMaps 
 	return asked{q: q, in: in, own: c, canaries: cs, configMaps: configMaps}, Answer{}, true, nil
 }
 
-// configMapNamed picks name out of a list; ErrNotFound when it is not there.
-func configMapNamed(cms []release.ConfigMap, name string) (release.ConfigMap, error) {
-	for _, cm := range cms {
-		if cm.Name == name {
-			return cm, nil
-		}
-	}
-	return release.ConfigMap{}, fmt.Errorf("ConfigMap %s: %w", name, release.ErrNotFound)
-}
-
 // fromFlagger decides by the connection's source address alone: Flagger
 // sends no credential, and forwarding headers are whatever the caller wrote.
 func (g *Gate) fromFlagger(r *http.Request) (bool, error) {
@@ -303,267 +293,4 @@ func (g *Gate) reply(ctx context.Context, w http.ResponseWriter, log *slog.Logge
 func (g *Gate) cannot(ctx context.Context, w http.ResponseWriter, log *slog.Logger, cause error) {
 	log.LogAttrs(ctx, slog.LevelError, "cannot answer", slog.String("cause", cause.Error()))
 	server.Answer(w, http.StatusServiceUnavailable, replyUnanswerable)
-}
-
-// copies are the reads that find members' copies: the Deployments of the
-// namespace and a list of pods that holds the copies' pods, side by side.
-// Each copy's own selector then picks its pods out of that list.
-type copies struct {
-	deployments *future[[]release.Deployment]
-	pods        *future[[]release.Pod]
-	// listedBy is the labels the pods were listed by.
-	listedBy labels.Set
-}
-
-// readCopies lists the namespace's Deployments and the pods carrying
-// listedBy.
-func (g *Gate) readCopies(ctx context.Context, q release.Question, listedBy labels.Set) copies {
-	return copies{
-		deployments: g.readDeployments(ctx, q),
-		pods: async(func() ([]release.Pod, error) {
-			pods, err := g.cluster.Pods(ctx, q.Namespace, labels.SelectorFromSet(listedBy))
-			if err != nil {
-				return nil, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Application, err)
-			}
-			return pods, nil
-		}),
-		listedBy: listedBy,
-	}
-}
-
-// byInstance lists the asking member's pods by the instance label, which the
-// render puts in every selector and on every pod, and which no one can take
-// off a pod without orphaning it: a list by it holds every pod the new copy's
-// selector matches.
-func byInstance(q release.Question) labels.Set { return labels.Set{release.LabelInstance: q.Process} }
-
-// byApplication lists the pods of every member at once, by the part-of label
-// the render puts on every pod template. part-of is no selector, so a pod
-// relabelled by hand can be missed; only /rollback reads this way, where a
-// pod missed can only keep a release where it is.
-func byApplication(q release.Question) labels.Set {
-	return labels.Set{release.LabelPartOf: q.Application}
-}
-
-func (g *Gate) readDeployments(ctx context.Context, q release.Question) *future[[]release.Deployment] {
-	return async(func() ([]release.Deployment, error) {
-		ds, err := g.cluster.DeploymentsIn(ctx, q.Namespace)
-		if err != nil {
-			return nil, fmt.Errorf("list the Deployments of %s: %w", q.Namespace, err)
-		}
-		return ds, nil
-	})
-}
-
-// newCopy is the asking member's new copy, its Deployment <process>, and
-// the pods its selector matches among those listed.
-func (c copies) newCopy(q release.Question) (ds []release.Deployment, all, own []release.Pod, target *release.Deployment, err error) {
-	if ds, err = c.deployments.get(); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	if all, err = c.pods.get(); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	if target = deploymentNamed(ds, q.Process); target == nil {
-		return nil, nil, nil, nil, fmt.Errorf("read the new copy's Deployment %s/%s: %w", q.Namespace, q.Process, release.ErrNotFound)
-	}
-	return ds, all, selectPods(all, target.Selector), target, nil
-}
-
-// newCopyPods is every pod the asking member's new copy's selector matches.
-// Where the selector does not itself require the labels the pods were listed
-// by (a Deployment deploy-kit did not render), the list may lack some of
-// them, and they are listed again by the selector.
-func (g *Gate) newCopyPods(ctx context.Context, q release.Question, c copies) ([]release.Pod, error) {
-	_, _, own, target, err := c.newCopy(q)
-	if err != nil || requires(target.Selector, c.listedBy) {
-		return own, err
-	}
-	own, err = g.cluster.Pods(ctx, q.Namespace, target.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("list the pods of %s/%s: %w", q.Namespace, q.Process, err)
-	}
-	return own, nil
-}
-
-// requires reports whether every pod sel matches carries set.
-func requires(sel labels.Selector, set labels.Set) bool {
-	for k, v := range set {
-		if got, ok := sel.RequiresExactMatch(k); !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-func (g *Gate) checks(ctx context.Context, q release.Question) func(asked) (Answer, error) {
-	reads := g.readCopies(ctx, q, byInstance(q))
-	steps := g.readSteps(ctx, q, reads.deployments)
-	return func(a asked) (Answer, error) {
-		if started, err := steps.answer(a); err != nil || started.Outcome != Yes {
-			return started, err
-		}
-		pods, err := g.newCopyPods(ctx, q, reads)
-		if err != nil {
-			return Answer{}, err
-		}
-		return g.checkOwnTraffic(ctx, a, pods)
-	}
-}
-
-// members is every member's state as the namespace's Canaries and the notes
-// hold it.
-func (g *Gate) members(a asked) []release.MemberState {
-	out := make([]release.MemberState, 0, len(a.in.Members))
-	for _, m := range a.in.Members {
-		s := release.MemberState{Process: m.Process, Asked: g.notes.lastAsked(a.q, m.Process)}
-		s.Canary, s.HasCanary = canaryNamed(a.canaries, m.Process)
-		out = append(out, s)
-	}
-	return out
-}
-
-func canaryNamed(cs []release.Canary, name string) (release.Canary, bool) {
-	for _, c := range cs {
-		if c.Name == name {
-			return c, true
-		}
-	}
-	return release.Canary{}, false
-}
-
-// deploymentNamed is the Deployment name among ds; nil when it is not there.
-func deploymentNamed(ds []release.Deployment, name string) *release.Deployment {
-	for i := range ds {
-		if ds[i].Name == name {
-			return &ds[i]
-		}
-	}
-	return nil
-}
-
-// mayPromote lists the Deployments beside the common reads: the asking
-// member's template is held to may-start's rule, and a member that may not
-// have changed has its copies compared.
-func (g *Gate) mayPromote(ctx context.Context, q release.Question) func(asked) (Answer, error) {
-	deployments := g.readDeployments(ctx, q)
-	steps := g.readSteps(ctx, q, deployments)
-	return func(a asked) (Answer, error) {
-		if started, err := steps.answer(a); err != nil || started.Outcome != Yes {
-			return started, err
-		}
-		members := g.members(a)
-		configs := release.ConfigsByName(a.configMaps)
-		for i, m := range members {
-			if m.Process == a.q.Process || !m.HasCanary || PassedOnRecord(a.q, m) {
-				continue
-			}
-			if _, ok := memberOfRelease(a.q, m); !ok {
-				continue
-			}
-			if m.Canary.Phase != release.PhaseInitialized && m.Canary.Phase != release.PhaseSucceeded {
-				continue
-			}
-			ds, err := deployments.get()
-			if err != nil {
-				return Answer{}, err
-			}
-			members[i].Target = deploymentNamed(ds, m.Process)
-			members[i].Primary = deploymentNamed(ds, m.Process+release.PrimarySuffix)
-			if t, p := members[i].Target, members[i].Primary; t != nil && p != nil {
-				members[i].MovedConfigs = release.MovedConfigs(*t, *p, configs)
-			}
-		}
-		return g.checkProtected(ctx, a, members, MayPromote(a.q, a.in, members))
-	}
-}
-
-func (g *Gate) rollback(ctx context.Context, q release.Question) func(asked) (Answer, error) {
-	reads := g.readCopies(ctx, q, byApplication(q))
-	return func(a asked) (Answer, error) {
-		own := release.MemberState{Process: a.q.Process, Canary: a.own, HasCanary: true}
-		if p := a.own.Phase; p != release.PhaseProgressing && p != release.PhaseWaitingPromotion {
-			return Rollback(a.q, own, nil), nil
-		}
-		ds, pods, ownPods, _, err := reads.newCopy(q)
-		if err != nil {
-			return Answer{}, err
-		}
-		own.Pods = ownPods
-		ownCopy := ReadCopy(own.Pods)
-		if ok, _ := RollbackEligible(own, ownCopy); !ok || ownCopy.MostRestarts >= RollbackRestarts {
-			return Rollback(a.q, own, nil), nil
-		}
-		others := make([]release.MemberState, 0, len(a.in.Members))
-		for _, m := range g.members(a) {
-			if m.Process == a.q.Process {
-				continue
-			}
-			if _, ok := memberOfRelease(a.q, m); ok && m.Canary.Phase != release.PhaseFailed {
-				if d := deploymentNamed(ds, m.Process); d != nil {
-					m.Pods = selectPods(pods, d.Selector)
-				}
-			}
-			others = append(others, m)
-		}
-		return Rollback(a.q, own, others), nil
-	}
-}
-
-func selectPods(pods []release.Pod, sel labels.Selector) []release.Pod {
-	var out []release.Pod
-	for _, p := range pods {
-		if sel.Matches(labels.Set(p.Labels)) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// future is a read running beside others; get waits for it.
-type future[T any] struct {
-	done chan struct{}
-	v    T
-	err  error
-}
-
-func async[T any](read func() (T, error)) *future[T] {
-	f := &future[T]{done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		f.v, f.err = read()
-	}()
-	return f
-}
-
-func (f *future[T]) get() (T, error) {
-	<-f.done
-	return f.v, f.err
-}
-
-// memberKey names a member across Applications and namespaces.
-type memberKey struct{ namespace, application, process string }
-
-// notes hold the revision each member last asked at, once in the release
-// (any webhook but /may-start). They only ever withhold:
-// a member read as waiting counts only once it has asked at this revision, so
-// a gate that restarted with no notes reopens the barrier as members ask
-// again, which Flagger does every tick. One entry per member that asked,
-// bounded by the Canaries in the cluster.
-type notes struct {
-	mu    sync.Mutex
-	asked map[memberKey]string
-}
-
-func (n *notes) note(q release.Question) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.asked[memberKey{q.Namespace, q.Application, q.Process}] = q.Revision
-}
-
-// lastAsked returns the revision process, a member of q's Application, last asked at.
-func (n *notes) lastAsked(q release.Question, process string) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.asked[memberKey{q.Namespace, q.Application, process}]
 }

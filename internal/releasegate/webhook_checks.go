@@ -1,15 +1,72 @@
 package releasegate
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/release"
-
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
+
+// checks answers rollout, once per analysis iteration: does the member's new
+// copy pass.
+type checks struct{ g *Gate }
+
+func (checks) route() string { return WebhookChecks }
+
+func (checks) shows() routeOptions { return routeOptions{noted: true, configMaps: true} }
+
+// read lists the asking member's copies beside may-start's reads: its
+// template is held to may-start's rule, and its new copy's pods decide.
+func (w checks) read(ctx context.Context, q release.Question) decide {
+	g := w.g
+	reads := g.readCopies(ctx, q, byInstance(q))
+	steps := g.readSteps(ctx, q, reads.deployments)
+	return func(a asked) (Answer, error) {
+		if started, err := steps.answer(a); err != nil || started.Outcome != Yes {
+			return started, err
+		}
+		pods, err := g.newCopyPods(ctx, q, reads)
+		if err != nil {
+			return Answer{}, err
+		}
+		return g.checkOwnTraffic(ctx, a, pods)
+	}
+}
+
+// Checks answers rollout, once per analysis iteration: yes when the member's
+// new copy has a pod, every pod is ready and none has restarted.
+func Checks(q release.Question, pods []release.Pod) Answer {
+	s := ReadCopy(pods)
+	switch {
+	case s.Pods == 0:
+		return notYet("new copy %s has no pod", q.Process)
+	case s.Ready < s.Pods:
+		return notYet("new copy %s: pod %s not ready (%d of %d ready)", q.Process, s.FirstNotReady, s.Ready, s.Pods)
+	case s.MostRestarts > 0:
+		return notYet("new copy %s: pod %s restarted %d times", q.Process, s.MostRestarted, s.MostRestarts)
+	}
+	return yes("new copy %s: %d pods ready, none restarted", q.Process, s.Pods)
+}
+
+// checkOwnTraffic decides /checks from the new copy's pods and, where the
+// member's Canary hands paths, its own traffic. A request the prober refuses
+// (a hostile path or base) or one cut short by the answer's deadline is a
+// question the gate cannot answer.
+func (g *Gate) checkOwnTraffic(ctx context.Context, a asked, pods []release.Pod) (Answer, error) {
+	plan, answer, request := PlanTraffic(a.q, a.in, a.own, pods, g.config.OwnTraffic)
+	if !request {
+		return answer, nil
+	}
+	traffic, err := g.prober.OwnTraffic(ctx, plan.Base, plan.Paths)
+	if err != nil {
+		return Answer{}, fmt.Errorf("own traffic to %s: %w", a.q.Process, err)
+	}
+	return TrafficAnswer(a.q, answer, probe.Judge(traffic, plan.Thresholds)), nil
+}
 
 // MetadataPaths is the key of a Canary webhook's metadata that hands the gate
 // the member's Route paths: a JSON array of URL paths, encoded as one string
@@ -60,8 +117,8 @@ func CanaryPaths(c release.Canary) ([]string, error) {
 
 // OwnTrafficThresholds are the own-traffic thresholds a member is held to:
 // the inputs' errorRate and latency where they carry them, the platform's
-// (the gate's own settings) otherwise. Inputs whose latency does not parse, or whose
-// thresholds no traffic could be judged by, are an error.
+// (the gate's own settings) otherwise. Inputs whose latency does not parse,
+// or whose thresholds no traffic could be judged by, are an error.
 func OwnTrafficThresholds(in *release.Inputs, platform probe.Thresholds) (probe.Thresholds, error) {
 	th := platform
 	if in.ErrorRate != nil {
@@ -139,77 +196,4 @@ func TrafficAnswer(q release.Question, pods Answer, v probe.Verdict) Answer {
 		return notYet("new copy %s: %s", q.Process, v.Reason)
 	}
 	return yes("%s; %s", pods.Reason, v.Reason)
-}
-
-// ProtectedTarget is the one anonymous request the barrier makes before it
-// opens: Path at the Canary service Base of member Process.
-type ProtectedTarget struct {
-	Process string
-	Base    string
-	Path    string
-}
-
-// PlanProtected decides /may-promote up to the protected path. barrier is
-// MayPromote's answer: only an open barrier asks. Inputs that name a path
-// but no member, a member that is not one, or a path that is not URL path
-// segments are a question the gate cannot answer. A protectedBy member that
-// did not change in the release is not asked (its copy was proven when it
-// was released), nor one already promoted in it (proven when it asked for
-// its promotion); one that changed is asked at its Canary service, whose
-// port must be set. request is false when the answer is already decided.
-func PlanProtected(q release.Question, in *release.Inputs, members []release.MemberState, barrier Answer) (target ProtectedTarget, answer Answer, request bool) {
-	if in.ProtectedPath == "" && in.ProtectedBy == "" {
-		return ProtectedTarget{}, barrier, false
-	}
-	switch {
-	case in.ProtectedBy == "":
-		return ProtectedTarget{}, unanswerable("inputs name protectedPath %q but no protectedBy member", in.ProtectedPath), false
-	case in.ProtectedPath == "":
-		return ProtectedTarget{}, unanswerable("inputs name protectedBy %s but no protectedPath", in.ProtectedBy), false
-	}
-	if _, ok := in.Member(in.ProtectedBy); !ok {
-		return ProtectedTarget{}, unanswerable("protectedBy %s is no member of Application %s", in.ProtectedBy, q.Application), false
-	}
-	if err := probe.CheckPath(in.ProtectedPath); err != nil {
-		return ProtectedTarget{}, unanswerable("inputs protectedPath: %v", err), false
-	}
-	if barrier.Outcome != Yes {
-		return ProtectedTarget{}, barrier, false
-	}
-	var m release.MemberState
-	for _, s := range members {
-		if s.Process == in.ProtectedBy {
-			m = s
-		}
-	}
-	if m.Process == "" {
-		return ProtectedTarget{}, unanswerable("member %s was not read", in.ProtectedBy), false
-	}
-	changed := m.Process == q.Process || PassedOnRecord(q, m)
-	if !changed {
-		if unchanged, _ := release.Unchanged(m); unchanged {
-			return ProtectedTarget{}, barrier, false
-		}
-	}
-	if m.Process != q.Process && PassedOnRecord(q, m) && m.Canary.Phase != release.PhaseWaitingPromotion {
-		// Promoted at this revision, or being promoted: it passed this very
-		// check when it asked for its own promotion, and Flagger has scaled
-		// its new copy down or is about to, so its Canary service may answer
-		// nothing now.
-		return ProtectedTarget{}, barrier, false
-	}
-	base, err := probe.CanaryBase(m.Process, q.Namespace, m.Canary.Port)
-	if err != nil {
-		return ProtectedTarget{}, unanswerable("Canary %s: %v", m.Process, err), false
-	}
-	return ProtectedTarget{Process: m.Process, Base: base, Path: in.ProtectedPath}, barrier, true
-}
-
-// ProtectedAnswer turns the protected path's verdict into the barrier's
-// answer: a failing verdict holds the release with its reason.
-func ProtectedAnswer(barrier Answer, v probe.Verdict) Answer {
-	if !v.Pass {
-		return notYet("%s", v.Reason)
-	}
-	return yes("%s; %s", barrier.Reason, v.Reason)
 }

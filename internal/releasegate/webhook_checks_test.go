@@ -5,12 +5,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/release"
-
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
-func ptr[T any](v T) *T { return &v }
+func TestChecks(t *testing.T) {
+	cases := []struct {
+		name    string
+		pods    []release.Pod
+		outcome Outcome
+		reason  string
+	}{
+		{"a new copy with no pod", nil, NotYet, "has no pod"},
+		{"a pod not ready", []release.Pod{pod("a", true, 0), pod("b", false, 0)}, NotYet, "pod b not ready (1 of 2 ready)"},
+		{"a pod that restarted", []release.Pod{pod("a", true, 0), pod("b", true, 1)}, NotYet, "pod b restarted 1 times"},
+		{"every pod ready, none restarted", []release.Pod{pod("a", true, 0), pod("b", true, 0)}, Yes, "2 pods ready"},
+		{"the only pod ready but being deleted: no pod", []release.Pod{deleting(pod("a", true, 0))}, NotYet, "has no pod"},
+		{"a pod being deleted is not counted ready", []release.Pod{pod("a", true, 0), deleting(pod("b", true, 0)), pod("c", false, 0)},
+			NotYet, "pod c not ready (1 of 2 ready)"},
+		{"a pod being deleted beside ready ones is left out", []release.Pod{pod("a", true, 0), deleting(pod("b", true, 0))}, Yes, "1 pods ready"},
+		{"a pod being deleted still counts its restarts against a yes", []release.Pod{pod("a", true, 0), deleting(pod("b", true, 2))},
+			NotYet, "pod b restarted 2 times"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { want(t, Checks(ask, c.pods), c.outcome, c.reason) })
+	}
+}
 
 // withThresholds is inputs(false) with the platform's thresholds.
 func withThresholds() *release.Inputs {
@@ -241,110 +261,6 @@ func TestThresholds(t *testing.T) {
 	in.ErrorRate, in.Latency = ptr(0.1), "soon"
 	if _, err := OwnTrafficThresholds(in, platform); err == nil {
 		t.Fatal("a latency that is no duration was accepted")
-	}
-}
-
-// protectedInputs names auth-ui's /admin as the protected path.
-func protectedInputs() *release.Inputs {
-	in := inputs(false)
-	in.ProtectedPath, in.ProtectedBy = "/admin", "auth-ui"
-	return in
-}
-
-func TestPlanProtected(t *testing.T) {
-	open := yes("barrier open: every member of auth passed %s or did not change", tag)
-	closed := notYet("barrier closed: auth-ui is Progressing")
-	ownWaiting := canary("auth-api", release.PhaseWaitingPromotion)
-	ownWaiting.Port = 8080
-	changedUI := ui(release.PhaseWaitingPromotion, rev)
-	changedUI.Canary.Port = 3000
-	unchanged := unchangedUI()
-	unchanged.Canary.Port = 3000
-	rows := []struct {
-		name    string
-		in      func() *release.Inputs
-		ui      release.MemberState
-		barrier Answer
-		request bool
-		base    string
-		outcome Outcome
-		reason  string
-	}{
-		{name: "no protected path: the barrier's answer stands",
-			in: func() *release.Inputs { return inputs(false) }, ui: changedUI, barrier: open, outcome: Yes, reason: "barrier open"},
-		{name: "a changed protectedBy member is asked before the barrier opens",
-			in: protectedInputs, ui: changedUI, barrier: open, request: true,
-			base: "http://auth-ui-canary.auth-system.svc.cluster.local:3000", outcome: Yes},
-		{name: "the asking member as protectedBy is asked",
-			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedBy = "auth-api"; return in },
-			ui: changedUI, barrier: open, request: true,
-			base: "http://auth-api-canary.auth-system.svc.cluster.local:8080", outcome: Yes},
-		{name: "a protectedBy member that did not change in the release is not asked",
-			in: protectedInputs, ui: unchanged, barrier: open, outcome: Yes, reason: "barrier open"},
-		{name: "a protectedBy member promoted in this release is not asked: its copy may be gone",
-			in: protectedInputs, ui: func() release.MemberState { m := ui(release.PhaseSucceeded, rev); m.Canary.Port = 3000; return m }(),
-			barrier: open, outcome: Yes, reason: "barrier open"},
-		{name: "nor one Flagger is promoting",
-			in: protectedInputs, ui: func() release.MemberState { m := ui(release.PhaseFinalising, rev); m.Canary.Port = 3000; return m }(),
-			barrier: open, outcome: Yes, reason: "barrier open"},
-		{name: "a closed barrier asks nothing",
-			in: protectedInputs, ui: changedUI, barrier: closed, outcome: NotYet, reason: "barrier closed"},
-		{name: "a path and no member cannot be answered",
-			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedBy = ""; return in },
-			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "no protectedBy member"},
-		{name: "a member and no path cannot be answered",
-			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedPath = ""; return in },
-			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "but no protectedPath"},
-		{name: "a protectedBy that is no member cannot be answered",
-			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedBy = "auth-admin"; return in },
-			ui: changedUI, barrier: open, outcome: Unanswerable, reason: "auth-admin is no member"},
-		{name: "a protected path that is not URL path segments cannot be answered",
-			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedPath = "/admin/../x"; return in },
-			ui: changedUI, barrier: open, outcome: Unanswerable, reason: `".." segment`},
-		{name: "bad inputs cannot be answered even with the barrier closed",
-			in: func() *release.Inputs { in := protectedInputs(); in.ProtectedPath = "//evil.example"; return in },
-			ui: changedUI, barrier: closed, outcome: Unanswerable, reason: "empty segment"},
-		{name: "a changed protectedBy member with no service port cannot be answered",
-			in: protectedInputs, ui: func() release.MemberState { m := changedUI; m.Canary.Port = 0; return m }(),
-			barrier: open, outcome: Unanswerable, reason: "service port 0"},
-	}
-	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) {
-			members := barrier(ownWaiting, r.ui)
-			target, answer, request := PlanProtected(ask, r.in(), members, r.barrier)
-			if request != r.request {
-				t.Fatalf("request %v, want %v (answer %+v)", request, r.request, answer)
-			}
-			want(t, answer, r.outcome, r.reason)
-			if request && (target.Base != r.base || target.Path != r.in().ProtectedPath) {
-				t.Fatalf("target %+v, want %s", target, r.base)
-			}
-		})
-	}
-	if _, a, _ := PlanProtected(ask, protectedInputs(), barrier(ownWaiting, release.MemberState{}), open); a.Outcome != Unanswerable {
-		t.Fatalf("a protectedBy member not read answered %+v", a)
-	}
-}
-
-func TestProtectedAnswer(t *testing.T) {
-	open := yes("barrier open")
-	rows := []struct {
-		name    string
-		answer  probe.Answer
-		outcome Outcome
-		reason  string
-	}{
-		{name: "a 2xx holds the release", answer: probe.Answer{Path: "/admin", Status: 200},
-			outcome: NotYet, reason: "E_CLIENT_OPEN: auth-ui serves /admin to anyone"},
-		{name: "a 401 passes", answer: probe.Answer{Path: "/admin", Status: 401}, outcome: Yes, reason: "barrier open; auth-ui answers /admin with 401"},
-		{name: "a redirect to sign in passes", answer: probe.Answer{Path: "/admin", Status: 302}, outcome: Yes, reason: "with 302"},
-		{name: "no answer holds the release", answer: probe.Answer{Path: "/admin", Cause: "connection refused"},
-			outcome: NotYet, reason: "did not answer /admin (connection refused)"},
-	}
-	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) {
-			want(t, ProtectedAnswer(open, probe.ProtectedVerdict("auth-ui", r.answer)), r.outcome, r.reason)
-		})
 	}
 }
 
