@@ -1,20 +1,16 @@
 package releasegate
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/release"
-
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
 // RoundInterval is how often the gate tends every gated Application: Flagger
@@ -33,75 +29,6 @@ func CheckGateNamespace(namespace string) error {
 	return nil
 }
 
-// warmupsAtOnce bounds the warmups that run side by side.
-const warmupsAtOnce = 4
-
-// ErrConflict is a write refused because the object changed since it was
-// read: a Job put in place of the one read, or a record written meanwhile.
-var ErrConflict = errors.New("changed since read")
-
-// InputsObject is one inputs ConfigMap found by the round's list.
-type InputsObject struct {
-	Namespace   string
-	Application string
-	release.ConfigMap
-}
-
-// StoredRecord is a record ConfigMap in the gate's namespace.
-type StoredRecord struct {
-	Name            string
-	ResourceVersion string
-	Data            map[string]string
-}
-
-// CanaryState is a Canary found by a cluster-wide list.
-type CanaryState struct {
-	Namespace string
-	release.Canary
-	Transitioned time.Time
-}
-
-// NamespacedDeployment is a Deployment found by a cluster-wide list.
-type NamespacedDeployment struct {
-	Namespace string
-	release.Deployment
-}
-
-// TendCluster is what a round reads and writes. Each read lists one kind
-// across the cluster, so a round costs a few lists, not a read per
-// Application; the writes are the records and the suspend field of the Jobs
-// the gate starts.
-type TendCluster interface {
-	// GatedInputs lists every ConfigMap named <application>-release-gate
-	// labelled as the render labels it, in every namespace.
-	GatedInputs(ctx context.Context) ([]InputsObject, error)
-	// Records lists the ConfigMaps of the gate's namespace.
-	Records(ctx context.Context, namespace string) ([]StoredRecord, error)
-	// Canaries lists the Canaries labelled part of an Application.
-	Canaries(ctx context.Context) ([]CanaryState, error)
-	// Deployments lists every Deployment, primaries included.
-	Deployments(ctx context.Context) ([]NamespacedDeployment, error)
-	// ConfigMapsIn lists the ConfigMaps of namespace.
-	ConfigMapsIn(ctx context.Context, namespace string) ([]release.ConfigMap, error)
-	// MigrationJobs lists the Jobs the render wrote.
-	MigrationJobs(ctx context.Context) ([]MigrationJob, error)
-	// Pods lists the pods of namespace that selector matches.
-	Pods(ctx context.Context, namespace string, selector labels.Selector) ([]release.Pod, error)
-	// CreateRecord creates a record; ErrConflict when one is there.
-	CreateRecord(ctx context.Context, namespace, name string, data map[string]string) error
-	// UpdateRecord writes a record over the version read; ErrConflict when
-	// it changed since.
-	UpdateRecord(ctx context.Context, namespace, name, resourceVersion string, data map[string]string) error
-	// StartJob unsuspends the Job read at j's version; ErrConflict when the
-	// Job there is no longer that one.
-	StartJob(ctx context.Context, j JobStart) error
-}
-
-// Warmer warms a served revision up; *probe.Warmer is one.
-type Warmer interface {
-	Warm(ctx context.Context, hosts, paths []string) (probe.Warmup, error)
-}
-
 // Tender runs the rounds over every gated Application and keeps what the
 // last one found for /metrics.
 type Tender struct {
@@ -117,24 +44,6 @@ type Tender struct {
 
 	warmups warmups
 }
-
-// warmups run beside the rounds: one takes as long as its requests take (up
-// to 10 s each), and no round waits for it. A round starts the warmup of a
-// revision that serves and is not warmed; a later round writes its verdict.
-type warmups struct {
-	mu      sync.Mutex
-	running map[warmKey]bool
-	done    map[warmKey]release.WarmupRecord
-	slots   chan struct{}
-	wg      sync.WaitGroup
-	// finished, when set, is called as each warmup ends, to bring the round
-	// that writes its verdict forward.
-	finished func()
-}
-
-// warmKey is one Application's warmup of one revision; app is
-// namespace/application.
-type warmKey struct{ app, revision string }
 
 // NewTender builds the rounds: records in namespace, warmups through warmer.
 func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slog.Logger, now func() time.Time) *Tender {
@@ -174,134 +83,6 @@ func (t *Tender) Last() RoundResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last
-}
-
-// snapshot is one round's lists, joined in memory by namespace and name.
-type snapshot struct {
-	inputs      []InputsObject
-	records     map[string]StoredRecord
-	canaries    map[[2]string]CanaryState
-	deployments map[[2]string]release.Deployment
-	// configs are the ConfigMaps of the namespaces whose Deployments a
-	// round compares, by namespace and name.
-	configs map[string]map[string]release.ConfigMap
-	jobs    map[[2]string][]MigrationJob
-	// pods are the pods of the namespaces an undo counted new copies in
-	// this round, listed once per namespace.
-	pods map[string][]release.Pod
-}
-
-// read lists what every round needs, the lists side by side; Deployments
-// are listed later, only when needed.
-func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (*snapshot, error) {
-	inputs := async(func() ([]InputsObject, error) { return c.GatedInputs(ctx) })
-	records := async(func() ([]StoredRecord, error) { return c.Records(ctx, namespace) })
-	canaries := async(func() ([]CanaryState, error) { return c.Canaries(ctx) })
-	jobs := async(func() ([]MigrationJob, error) {
-		if !withJobs {
-			return nil, nil
-		}
-		return c.MigrationJobs(ctx)
-	})
-	s := &snapshot{
-		records: map[string]StoredRecord{}, canaries: map[[2]string]CanaryState{},
-		deployments: map[[2]string]release.Deployment{}, configs: map[string]map[string]release.ConfigMap{}, pods: map[string][]release.Pod{},
-		jobs: map[[2]string][]MigrationJob{},
-	}
-	var err error
-	if s.inputs, err = inputs.get(); err != nil {
-		return nil, fmt.Errorf("list the inputs ConfigMaps: %w", err)
-	}
-	rs, err := records.get()
-	if err != nil {
-		return nil, fmt.Errorf("list the records in %s: %w", namespace, err)
-	}
-	for _, r := range rs {
-		s.records[r.Name] = r
-	}
-	cs, err := canaries.get()
-	if err != nil {
-		return nil, fmt.Errorf("list the Canaries: %w", err)
-	}
-	for _, c := range cs {
-		s.canaries[[2]string{c.Namespace, c.Name}] = c
-	}
-	js, err := jobs.get()
-	if err != nil {
-		return nil, fmt.Errorf("list the Jobs: %w", err)
-	}
-	for _, j := range js {
-		k := [2]string{j.Namespace, j.Application}
-		s.jobs[k] = append(s.jobs[k], j)
-	}
-	slices.SortFunc(s.inputs, func(a, b InputsObject) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Application, b.Application))
-	})
-	return s, nil
-}
-
-// configListsAtOnce bounds the namespaces' ConfigMap lists a round makes side
-// by side.
-const configListsAtOnce = 8
-
-// readConfigs lists the ConfigMaps of each namespace, a few side by side,
-// into the snapshot, and returns the lists that failed.
-func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []string) map[string]error {
-	var mu sync.Mutex
-	unread := map[string]error{}
-	slots := make(chan struct{}, configListsAtOnce)
-	var wg sync.WaitGroup
-	for _, ns := range namespaces {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			cms, err := c.ConfigMapsIn(ctx, ns)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				unread[ns] = fmt.Errorf("list the ConfigMaps of %s: %w", ns, err)
-				return
-			}
-			s.configs[ns] = release.ConfigsByName(cms)
-		})
-	}
-	wg.Wait()
-	return unread
-}
-
-// view joins what the snapshot holds of one Application.
-func (s *snapshot) view(namespace string, o InputsObject, now time.Time) ApplicationView {
-	v := ApplicationView{Namespace: o.Namespace, Application: o.Application, Now: now}
-	v.Inputs, v.InputsErr = release.CheckInputs(o.Application, o.ConfigMap)
-	if stored, ok := s.records[release.RecordConfigMap(o.Namespace, o.Application)]; ok {
-		r, err := release.DecodeRecord(o.Namespace, o.Application, stored.Data)
-		if err != nil {
-			v.RecordErr = fmt.Errorf("%s/%s: %w", namespace, stored.Name, err)
-		} else {
-			v.Record = &r
-		}
-	}
-	if v.Inputs == nil {
-		return v
-	}
-	for _, m := range v.Inputs.Members {
-		mv := MemberView{MemberState: release.MemberState{Process: m.Process}}
-		if c, ok := s.canaries[[2]string{o.Namespace, m.Process}]; ok {
-			mv.Canary, mv.HasCanary, mv.Transitioned = c.Canary, true, c.Transitioned
-		}
-		if d, ok := s.deployments[[2]string{o.Namespace, m.Process}]; ok {
-			mv.Target = &d
-		}
-		if d, ok := s.deployments[[2]string{o.Namespace, m.Process + release.PrimarySuffix}]; ok {
-			mv.Primary = &d
-		}
-		if configs, ok := s.configs[o.Namespace]; ok && mv.Target != nil && mv.Primary != nil {
-			mv.MovedConfigs = release.MovedConfigs(*mv.Target, *mv.Primary, configs)
-		}
-		v.Members = append(v.Members, mv)
-	}
-	v.Jobs = s.jobs[[2]string{o.Namespace, o.Application}]
-	return v
 }
 
 // Round tends every gated Application once. An Application the round cannot
@@ -417,87 +198,6 @@ func (t *Tender) replanWithCopies(ctx context.Context, s *snapshot, views []Appl
 	}
 }
 
-// warmupOf is the verdict of the warmup of key when it has ended, and
-// otherwise starts it, unless it is running.
-func (t *Tender) warmupOf(ctx context.Context, key warmKey, w *Warm) (release.WarmupRecord, bool) {
-	ws := &t.warmups
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if verdict, ok := ws.done[key]; ok {
-		// Kept until the record carries it: a write that fails takes it
-		// again next round, rather than warming the revision twice.
-		return verdict, true
-	}
-	if ws.running[key] {
-		return release.WarmupRecord{}, false
-	}
-	ws.running[key] = true
-	ws.wg.Go(func() {
-		ws.slots <- struct{}{}
-		verdict, ok := t.warm(ctx, w)
-		<-ws.slots
-		ws.mu.Lock()
-		delete(ws.running, key)
-		if ok {
-			ws.done[key] = verdict
-		}
-		// One round brought forward for a batch of warmups, once the last
-		// of them ends; the ticks write the verdicts that end before it.
-		last := len(ws.running) == 0
-		ws.mu.Unlock()
-		if ok && last && ws.finished != nil {
-			ws.finished()
-		}
-	})
-	return release.WarmupRecord{}, false
-}
-
-// recorded drops a verdict the record now carries.
-func (ws *warmups) recorded(key warmKey) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	delete(ws.done, key)
-}
-
-// forget drops the verdicts no round asks for any more (the Application
-// moved on before its warmup ended), but not those of an Application the
-// round could not decide for.
-func (ws *warmups) forget(wanted map[warmKey]bool, undecided map[string]bool) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	for key := range ws.done {
-		if !wanted[key] && !undecided[key.app] {
-			delete(ws.done, key)
-		}
-	}
-}
-
-// warm requests the paths through each host, host after host, stopping at
-// the first failure. ok is false when ctx ended first: the
-// revision is warmed by a later round then.
-func (t *Tender) warm(ctx context.Context, w *Warm) (release.WarmupRecord, bool) {
-	if w.Err != nil {
-		return WarmupVerdict(w.Revision, probe.Warmup{}, w.Err), true
-	}
-	var total probe.Warmup
-	for _, target := range w.Targets {
-		// Members sharing a host hand their paths together, which can come
-		// to more than one call of the warmer takes: they go a call's worth
-		// at a time.
-		for paths := range slices.Chunk(target.Paths, probe.MaxPaths+1) {
-			got, err := t.warmer.Warm(ctx, []string{target.Host}, paths)
-			if ctx.Err() != nil {
-				return release.WarmupRecord{}, false
-			}
-			total.Requests += got.Requests
-			if err != nil || got.Failed() {
-				return WarmupVerdict(w.Revision, got, err), true
-			}
-		}
-	}
-	return WarmupVerdict(w.Revision, total, nil), true
-}
-
 // act carries a plan out: the record first, so what the gate starts is on
 // record before it starts, then the Job, then the log lines.
 func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan) Tended {
@@ -560,21 +260,6 @@ func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan
 		log.LogAttrs(ctx, slog.LevelError, "application unanswerable", slog.String("cause", p.Unanswerable))
 	}
 	return o
-}
-
-func (t *Tender) writeRecord(ctx context.Context, s *snapshot, v ApplicationView, p Plan) error {
-	name := release.RecordConfigMap(v.Namespace, v.Application)
-	data := release.EncodeRecord(p.Record)
-	var err error
-	if p.Create {
-		err = t.cluster.CreateRecord(ctx, t.namespace, name, data)
-	} else {
-		err = t.cluster.UpdateRecord(ctx, t.namespace, name, s.records[name].ResourceVersion, data)
-	}
-	if err != nil {
-		return fmt.Errorf("write record %s/%s: %w", t.namespace, name, err)
-	}
-	return nil
 }
 
 // countNewCopies lists the namespace's pods once a round and counts each member's

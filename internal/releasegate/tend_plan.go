@@ -1,16 +1,11 @@
 package releasegate
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
-
-	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
-
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
 )
 
 // Why a release is held, as the log and the metrics name it.
@@ -31,15 +26,6 @@ const (
 	// Application has moved on from: the render carries another revision
 	// now, and only an operator can put the schema right.
 	UndoSuperseded = "superseded"
-)
-
-// The webhook metadata keys that hand the gate a member's public hostnames
-// and its Route paths, each a JSON array of strings encoded as one string
-// inside Flagger's string map. The paths are the ones the own traffic of
-// /checks requests; warmup reads the same key.
-const (
-	MetadataHosts       = "hosts"
-	metadataWarmupPaths = "paths"
 )
 
 // MigrationJob is a release Job as the round sees it: enough to start it with
@@ -110,21 +96,6 @@ type NotUndone struct {
 	Condition string
 	// Migrated is the tag of the release whose migration it is.
 	Migrated string
-}
-
-// WarmTarget is one public hostname and the paths requested through it.
-type WarmTarget struct {
-	Host  string
-	Paths []string
-}
-
-// Warm asks for the serving revision to be warmed up through targets.
-type Warm struct {
-	Revision string
-	Targets  []WarmTarget
-	// Err is why the targets could not be read; the warmup then fails
-	// without a request.
-	Err error
 }
 
 // Plan is what a round does for one Application.
@@ -323,85 +294,6 @@ func ownJob(jobs []MigrationJob, name, identity, application string) (MigrationJ
 
 func startOf(j MigrationJob) *JobStart {
 	return &JobStart{Namespace: j.Namespace, Name: j.Name, ResourceVersion: j.ResourceVersion, UID: j.UID}
-}
-
-// WarmTargets reads each member's public hostnames and paths from its
-// Canary's webhook metadata (the union over its webhooks) and gathers them
-// by host: each host with every path of every member its Canary hands it,
-// in the order first met, so a path two members share is requested once.
-func WarmTargets(members []MemberView) ([]WarmTarget, error) {
-	var out []WarmTarget
-	index := map[string]int{}
-	for _, m := range members {
-		var hosts, paths []string
-		for _, md := range m.Canary.Webhooks {
-			h, err := metadataList(md, MetadataHosts)
-			if err != nil {
-				return nil, fmt.Errorf("Canary %s: %w", m.Process, err)
-			}
-			p, err := metadataList(md, metadataWarmupPaths)
-			if err != nil {
-				return nil, fmt.Errorf("Canary %s: %w", m.Process, err)
-			}
-			hosts, paths = union(hosts, h), union(paths, p)
-		}
-		if len(paths) == 0 {
-			continue
-		}
-		for _, h := range hosts {
-			i, ok := index[h]
-			if !ok {
-				i = len(out)
-				index[h] = i
-				out = append(out, WarmTarget{Host: h})
-			}
-			out[i].Paths = union(out[i].Paths, paths)
-		}
-	}
-	return out, nil
-}
-
-func metadataList(md map[string]string, key string) ([]string, error) {
-	raw, ok := md[key]
-	if !ok {
-		return nil, nil
-	}
-	var out []string
-	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		return nil, fmt.Errorf("webhook metadata %s is not a JSON array of strings: %s", key, jsondoc.OneLine(err))
-	}
-	return out, nil
-}
-
-func union(have, more []string) []string {
-	for _, s := range more {
-		seen := false
-		for _, h := range have {
-			seen = seen || h == s
-		}
-		if !seen {
-			have = append(have, s)
-		}
-	}
-	return have
-}
-
-// WarmupVerdict is what the record keeps of a warmup: warmed when no request
-// failed (and so when no public host reaches the Application and nothing was
-// requested), else the first failing request and its status. err is a warmup
-// that could not request at all: its cause stands in for the request.
-func WarmupVerdict(revision string, w probe.Warmup, err error) release.WarmupRecord {
-	switch {
-	case err != nil:
-		return release.WarmupRecord{Revision: revision, Failed: &release.WarmupFailure{Request: release.Clip(err.Error())}}
-	case w.Failure != nil && (w.Failure.Status < 100 || w.Failure.Status > 599):
-		// HTTP has no status outside 100-599, though a server can send one:
-		// that is no HTTP answer, and the record keeps it as none.
-		return release.WarmupRecord{Revision: revision, Failed: &release.WarmupFailure{Request: w.Failure.Host + w.Failure.Path}}
-	case w.Failure != nil:
-		return release.WarmupRecord{Revision: revision, Failed: &release.WarmupFailure{Request: w.Failure.Host + w.Failure.Path, Status: w.Failure.Status}}
-	}
-	return release.WarmupRecord{Revision: revision, Warmed: true}
 }
 
 // Tend decides one round for one Application from what the round read. A

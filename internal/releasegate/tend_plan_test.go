@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
-
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
 )
 
 const otherRev = "sha256:9c1e5f7a3b5d7f9a1c3e5a7b9d1f3a5c7e9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f"
@@ -424,67 +422,6 @@ func TestTendCreatesNoEmptyRecord(t *testing.T) {
 	}))
 	if p.Write || !p.Create || p.Unanswerable != "" {
 		t.Fatalf("plan %+v", p)
-	}
-}
-
-func TestWarmupVerdict(t *testing.T) {
-	cases := []struct {
-		name    string
-		warmup  probe.Warmup
-		err     error
-		warmed  bool
-		request string
-		status  int
-	}{
-		{"every request passed", probe.Warmup{Requests: 4}, nil, true, "", 0},
-		{"no public host reaches it: warmed without a request", probe.Warmup{Unreachable: []string{"a.example.com"}}, nil, true, "", 0},
-		{"a 5xx stops it", probe.Warmup{Requests: 2, Failure: &probe.Answer{Host: "a.example.com", Path: "/api", Status: 502}}, nil, false, "a.example.com/api", 502},
-		{"a status HTTP has not is no answer", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Status: 999}}, nil, false, "a.example.com/", 0},
-		{"no answer stops it", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Cause: "no answer within 10s"}}, nil, false, "a.example.com/", 0},
-		{"a host that is not one", probe.Warmup{}, errors.New(`host "x" is a single label`), false, `host "x" is a single label`, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := WarmupVerdict(rev, c.warmup, c.err)
-			if got.Revision != rev || got.Warmed != c.warmed {
-				t.Fatalf("verdict %+v", got)
-			}
-			if c.warmed != (got.Failed == nil) {
-				t.Fatalf("warmed %v with failure %+v", got.Warmed, got.Failed)
-			}
-			if got.Failed != nil && (got.Failed.Request != c.request || got.Failed.Status != c.status) {
-				t.Fatalf("failed %+v, want %q %d", got.Failed, c.request, c.status)
-			}
-		})
-	}
-}
-
-func TestWarmTargets(t *testing.T) {
-	withMeta := func(process string, mds ...map[string]string) MemberView {
-		return MemberView{MemberState: release.MemberState{Process: process, Canary: release.Canary{Webhooks: mds}, HasCanary: true}}
-	}
-	got, err := WarmTargets([]MemberView{
-		withMeta("auth-api",
-			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com","id.example.com"]`, metadataWarmupPaths: `["/api","/health"]`},
-			map[string]string{"application": "auth", MetadataHosts: `["auth.example.com"]`, metadataWarmupPaths: `["/api","/login"]`}),
-		withMeta("worker", map[string]string{"application": "auth"}),
-		withMeta("auth-ui", map[string]string{MetadataHosts: `["auth.example.com"]`, metadataWarmupPaths: `["/","/api"]`}),
-		withMeta("auth-admin", map[string]string{MetadataHosts: `["admin.example.com"]`}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Host != "auth.example.com" || strings.Join(got[0].Paths, " ") != "/api /health /login /" ||
-		got[1].Host != "id.example.com" || strings.Join(got[1].Paths, " ") != "/api /health /login" {
-		t.Fatalf("targets %+v", got)
-	}
-	for _, bad := range []string{`/api`, `["/a",1]`, `{"a":1}`} {
-		if _, err := WarmTargets([]MemberView{withMeta("a", map[string]string{metadataWarmupPaths: bad})}); err == nil {
-			t.Errorf("paths %s read", bad)
-		}
-		if _, err := WarmTargets([]MemberView{withMeta("a", map[string]string{MetadataHosts: bad})}); err == nil {
-			t.Errorf("hosts %s read", bad)
-		}
 	}
 }
 
