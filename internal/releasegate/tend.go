@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -85,56 +83,45 @@ func (t *Tender) Last() RoundResult {
 	return t.last
 }
 
-// Round tends every gated Application once. An Application the round cannot
-// finish is reported unanswerable and the round goes on; only a list every
-// Application needs (inputs, records, Canaries, Jobs) fails the round.
-// Deployments are listed only when an Application needs them: one whose
-// revision may have come to serve, or whose undo looks for its new copies;
-// if that list fails, those Applications alone go unanswered.
+// Round tends every gated Application once, in two steps: it decides every
+// Application, reading what the plans ask for (plan), and then acts on each
+// plan, which only writes, starts Jobs and logs (act). An Application the
+// round cannot finish is reported unanswerable and the round goes on; only a
+// list every Application needs (inputs, records, Canaries, Jobs) fails the
+// round.
 func (t *Tender) Round(ctx context.Context) error {
 	s, err := read(ctx, t.cluster, t.namespace, true)
 	if err != nil {
 		return err
 	}
-	now := t.now()
-	plans := make([]Plan, len(s.inputs))
-	views := make([]ApplicationView, len(s.inputs))
-	needDeployments := false
-	for i, o := range s.inputs {
-		views[i] = s.view(t.namespace, o, now)
-		views[i].DeploymentsUnread = true
-		plans[i] = Tend(views[i])
-		needDeployments = needDeployments || plans[i].ReadDeployments
-	}
-	if needDeployments {
-		t.replanWithCopies(ctx, s, views, plans, now)
-	}
+	apps := t.plan(ctx, s, t.now())
 	// A warmup runs beside the rounds; the plan of a revision whose warmup
 	// has ended takes its verdict onto the record.
-	out := make([]Tended, len(s.inputs))
+	out := make([]Tended, len(apps))
 	wanted := map[warmKey]bool{}
 	undecided := map[string]bool{}
-	for i := range s.inputs {
+	for i := range apps {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		app := views[i].Namespace + "/" + views[i].Application
-		if r := views[i].Record; r != nil && r.ServingUnwarmed() {
+		v, p := &apps[i].view, &apps[i].plan
+		app := v.Namespace + "/" + v.Application
+		if r := v.Record; r != nil && r.ServingUnwarmed() {
 			// What serves is not warmed on record: a verdict for it is kept
 			// while another revision is pinned, for when the pin comes back.
 			wanted[warmKey{app, r.Serving}] = true
 		}
 		var taken *warmKey
-		if w := plans[i].Warm; w != nil {
+		if w := p.Warm; w != nil {
 			key := warmKey{app, w.Revision}
 			wanted[key] = true
 			if verdict, ok := t.warmupOf(ctx, key, w); ok {
-				plans[i].Record.Warmup = &verdict
-				plans[i].Write = true
+				p.Record.Warmup = &verdict
+				p.Write = true
 				taken = &key
 			}
 		}
-		out[i] = t.act(ctx, s, views[i], plans[i])
+		out[i] = t.act(ctx, s, *v, *p)
 		switch {
 		case out[i].Unanswerable != "":
 			// Not decided this round: a verdict waiting for it waits on.
@@ -150,66 +137,133 @@ func (t *Tender) Round(ctx context.Context) error {
 	return nil
 }
 
-// replanWithCopies lists the Deployments (and, for a revision that may have
+// planned is one Application as the round decided it: the view it read and
+// the plan decided from it, once the plan asked for nothing more.
+type planned struct {
+	view ApplicationView
+	plan Plan
+}
+
+// plan decides every Application from the round's lists, then reads what
+// the plans ask for and decides again those that asked, until no plan asks
+// for more: first the Deployments, listed once for every Application that
+// asked (one whose revision may have come to serve, or whose undo compares
+// the copies), then the pods of the namespaces where an undo counts new
+// copies. Nothing is written or started until every plan is decided.
+func (t *Tender) plan(ctx context.Context, s *snapshot, now time.Time) []planned {
+	apps := make([]planned, len(s.inputs))
+	for i, o := range s.inputs {
+		v := s.view(t.namespace, o, now)
+		v.DeploymentsUnread = true
+		apps[i] = planned{view: v, plan: Tend(v)}
+	}
+	for {
+		var copies, newCopies []int
+		for i, a := range apps {
+			wantsCopies, wantsNewCopies := a.wants()
+			switch {
+			case wantsCopies:
+				copies = append(copies, i)
+			case wantsNewCopies:
+				newCopies = append(newCopies, i)
+			}
+		}
+		switch {
+		case len(copies) > 0:
+			t.decideWithCopies(ctx, s, apps, copies, now)
+		case len(newCopies) > 0:
+			t.decideWithNewCopies(ctx, s, apps, newCopies)
+		default:
+			return apps
+		}
+	}
+}
+
+// wants is what a plan asks the round to read before it decides again:
+// nothing the view already holds, and nothing once the round could not
+// decide, so each Application asks for each read once at most.
+func (a planned) wants() (copies, newCopies bool) {
+	if a.plan.Unanswerable != "" {
+		return false, false
+	}
+	return a.plan.ReadDeployments && a.view.DeploymentsUnread, a.plan.ReadNewCopies && a.view.NewCopyPods == nil
+}
+
+// decideWithCopies lists the Deployments (and, for a revision that may have
 // come to serve, its namespace's ConfigMaps) and decides again for the
-// Applications whose plans asked for them.
-func (t *Tender) replanWithCopies(ctx context.Context, s *snapshot, views []ApplicationView, plans []Plan, now time.Time) {
-	ds, err := t.cluster.Deployments(ctx)
-	if err != nil {
+// Applications at idx, whose plans asked for them.
+func (t *Tender) decideWithCopies(ctx context.Context, s *snapshot, apps []planned, idx []int, now time.Time) {
+	if err := s.readDeployments(ctx, t.cluster); err != nil {
 		// Only the Applications that needed them go unanswered, and what
 		// was decided without them (a hold, a migration left applied) is
 		// still reported; nothing is written or started.
-		for i := range plans {
-			if plans[i].ReadDeployments {
-				u := UnanswerablePlan(views[i], fmt.Sprintf("list the Deployments: %v", err))
-				u.Held = plans[i].Held
-				if plans[i].NotUndone != nil {
-					u.NotUndone = plans[i].NotUndone
-				}
-				plans[i] = u
+		for _, i := range idx {
+			p := apps[i].plan
+			u := UnanswerablePlan(apps[i].view, fmt.Sprintf("list the Deployments: %v", err))
+			u.Held = p.Held
+			if p.NotUndone != nil {
+				u.NotUndone = p.NotUndone
 			}
+			apps[i].plan = u
 		}
 		return
-	}
-	for _, d := range ds {
-		s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
 	}
 	// A release that changes a ConfigMap alone leaves the pod template
 	// as it was: a revision that may have come to serve has its copies
 	// compared with the ConfigMaps they take their environment from
 	// too, as the barrier compares them.
 	var namespaces []string
-	for i, o := range s.inputs {
-		if plans[i].ReadConfigs && !slices.Contains(namespaces, o.Namespace) {
-			namespaces = append(namespaces, o.Namespace)
+	for _, i := range idx {
+		if ns := s.inputs[i].Namespace; apps[i].plan.ReadConfigs && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
 		}
 	}
 	unread := s.readConfigs(ctx, t.cluster, namespaces)
-	for i, o := range s.inputs {
-		if !plans[i].ReadDeployments {
+	for _, i := range idx {
+		o := s.inputs[i]
+		if err := unread[o.Namespace]; err != nil && apps[i].plan.ReadConfigs {
+			apps[i].plan = UnanswerablePlan(apps[i].view, err.Error())
 			continue
 		}
-		if err := unread[o.Namespace]; err != nil && plans[i].ReadConfigs {
-			plans[i] = UnanswerablePlan(views[i], err.Error())
-			continue
-		}
-		views[i] = s.view(t.namespace, o, now)
-		plans[i] = Tend(views[i])
+		v := s.view(t.namespace, o, now)
+		apps[i] = planned{view: v, plan: Tend(v)}
 	}
 }
 
-// act carries a plan out: the record first, so what the gate starts is on
-// record before it starts, then the Job, then the log lines.
+// decideWithNewCopies lists the pods of each namespace where an undo looks
+// for new copies, once, and decides again for the Applications at idx with
+// their members' new copies counted. An Application whose copies cannot be
+// counted keeps its plan, unanswerable: what it learnt is still recorded.
+func (t *Tender) decideWithNewCopies(ctx context.Context, s *snapshot, apps []planned, idx []int) {
+	var namespaces []string
+	for _, i := range idx {
+		if ns := apps[i].view.Namespace; !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	unread := s.readPods(ctx, t.cluster, namespaces)
+	for _, i := range idx {
+		v := apps[i].view
+		err := unread[v.Namespace]
+		if err != nil {
+			err = fmt.Errorf("list the pods of %s/%s: %w", v.Namespace, v.Application, err)
+		} else {
+			err = s.countNewCopies(&v)
+		}
+		if err != nil {
+			apps[i].plan.Unanswerable = err.Error()
+			continue
+		}
+		apps[i] = planned{view: v, plan: Tend(v)}
+	}
+}
+
+// act carries a decided plan out and reads nothing: the record first, so
+// what the gate starts is on record before it starts, then the Job, then the
+// log lines.
 func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan) Tended {
 	o := Tended{Namespace: v.Namespace, Application: v.Application}
 	log := t.logger.With(slog.String("namespace", v.Namespace), slog.String("application", v.Application))
-	if p.ReadNewCopies {
-		if err := t.countNewCopies(ctx, s, &v); err != nil {
-			p.Unanswerable = err.Error()
-		} else {
-			p = Tend(v)
-		}
-	}
 	// A round that could not decide still records what it learnt (a
 	// migration that ran, a release first seen): a later release would
 	// otherwise not know a migration was left applied.
@@ -260,27 +314,4 @@ func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan
 		log.LogAttrs(ctx, slog.LevelError, "application unanswerable", slog.String("cause", p.Unanswerable))
 	}
 	return o
-}
-
-// countNewCopies lists the namespace's pods once a round and counts each member's
-// new copy among them by its Deployment's selector. No label narrows the
-// list: a pod of the new copy without the part-of label would go uncounted,
-// and an undo must not run while a new copy has a pod.
-func (t *Tender) countNewCopies(ctx context.Context, s *snapshot, v *ApplicationView) error {
-	pods, listed := s.pods[v.Namespace]
-	if !listed {
-		var err error
-		if pods, err = t.cluster.Pods(ctx, v.Namespace, labels.Everything()); err != nil {
-			return fmt.Errorf("list the pods of %s/%s: %w", v.Namespace, v.Application, err)
-		}
-		s.pods[v.Namespace] = pods
-	}
-	v.NewCopyPods = map[string]int{}
-	for _, m := range v.Members {
-		if m.Target == nil {
-			return fmt.Errorf("member %s has no Deployment to find its new copy by", m.Process)
-		}
-		v.NewCopyPods[m.Process] = len(selectPods(pods, m.Target.Selector))
-	}
-	return nil
 }

@@ -145,33 +145,91 @@ func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (
 	return s, nil
 }
 
-// configListsAtOnce bounds the namespaces' ConfigMap lists a round makes side
-// by side.
-const configListsAtOnce = 8
+// listsAtOnce bounds the namespaces' lists (ConfigMaps, pods) a round makes
+// side by side.
+const listsAtOnce = 8
 
-// readConfigs lists the ConfigMaps of each namespace, a few side by side,
-// into the snapshot, and returns the lists that failed.
-func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []string) map[string]error {
+// perNamespace runs list for each namespace, a few side by side, and
+// returns what each list got and why each that failed did.
+func perNamespace[T any](namespaces []string, list func(namespace string) (T, error)) (map[string]T, map[string]error) {
 	var mu sync.Mutex
-	unread := map[string]error{}
-	slots := make(chan struct{}, configListsAtOnce)
+	got, failed := map[string]T{}, map[string]error{}
+	slots := make(chan struct{}, listsAtOnce)
 	var wg sync.WaitGroup
 	for _, ns := range namespaces {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			cms, err := c.ConfigMapsIn(ctx, ns)
+			v, err := list(ns)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				unread[ns] = fmt.Errorf("list the ConfigMaps of %s: %w", ns, err)
+				failed[ns] = err
 				return
 			}
-			s.configs[ns] = release.ConfigsByName(cms)
+			got[ns] = v
 		})
 	}
 	wg.Wait()
+	return got, failed
+}
+
+// readDeployments lists every Deployment into the snapshot.
+func (s *snapshot) readDeployments(ctx context.Context, c TendCluster) error {
+	ds, err := c.Deployments(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		s.deployments[[2]string{d.Namespace, d.Name}] = d.Deployment
+	}
+	return nil
+}
+
+// readConfigs lists the ConfigMaps of each namespace, a few side by side,
+// into the snapshot, and returns the lists that failed.
+func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []string) map[string]error {
+	got, failed := perNamespace(namespaces, func(ns string) ([]release.ConfigMap, error) { return c.ConfigMapsIn(ctx, ns) })
+	for ns, cms := range got {
+		s.configs[ns] = release.ConfigsByName(cms)
+	}
+	unread := make(map[string]error, len(failed))
+	for ns, err := range failed {
+		unread[ns] = fmt.Errorf("list the ConfigMaps of %s: %w", ns, err)
+	}
 	return unread
+}
+
+// readPods lists the pods of each namespace not listed yet this round, a
+// few side by side, into the snapshot, and returns the lists that failed.
+// No label narrows a list: a pod of a new copy without the part-of label
+// would go uncounted, and an undo must not run while a new copy has a pod.
+func (s *snapshot) readPods(ctx context.Context, c TendCluster, namespaces []string) map[string]error {
+	var unlisted []string
+	for _, ns := range namespaces {
+		if _, listed := s.pods[ns]; !listed {
+			unlisted = append(unlisted, ns)
+		}
+	}
+	got, failed := perNamespace(unlisted, func(ns string) ([]release.Pod, error) { return c.Pods(ctx, ns, labels.Everything()) })
+	for ns, pods := range got {
+		s.pods[ns] = pods
+	}
+	return failed
+}
+
+// countNewCopies counts each member's new copy among the pods the snapshot
+// holds of its namespace, by its Deployment's selector.
+func (s *snapshot) countNewCopies(v *ApplicationView) error {
+	pods := s.pods[v.Namespace]
+	v.NewCopyPods = map[string]int{}
+	for _, m := range v.Members {
+		if m.Target == nil {
+			return fmt.Errorf("member %s has no Deployment to find its new copy by", m.Process)
+		}
+		v.NewCopyPods[m.Process] = len(selectPods(pods, m.Target.Selector))
+	}
+	return nil
 }
 
 // view joins what the snapshot holds of one Application.

@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/release"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 	"github.com/JorisJonkers-dev/delivery/internal/probe"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -776,5 +775,36 @@ func TestAFailedDeploymentsListFailsOnlyWhoNeedsIt(t *testing.T) {
 	}
 	if suspended(t, cp, ns, "shop-migration-"+tag) {
 		t.Errorf("the Application that needed no Deployments was not tended\n%s", logs)
+	}
+}
+
+// failingPods is the gate's cluster with its pod lists refused, as an API
+// server that failed them would.
+type failingPods struct{ *releasegate.Kube }
+
+func (failingPods) Pods(context.Context, string, labels.Selector) ([]release.Pod, error) {
+	return nil, errors.New("the API server failed the list")
+}
+
+// A pod list that fails leaves an undo that counts new copies undecided:
+// the release is still reported held, and its down is not started.
+func TestAFailedPodsListLeavesTheUndoUndecided(t *testing.T) {
+	cp := testenv.Own(t)
+	kube, err := releasegate.NewKube(grant(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	failedPay(ns, nil, job{name: "pay-migration-" + tag, complete: true}, job{name: "pay-migration-down-" + tag, suspended: true}).apply(t, cp)
+	tender, logs := loggedTender(failingPods{kube}, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil }))
+	round(t, tender, logs)
+	if u := logEntries(t, logs.String(), ns, "application unanswerable"); len(u) != 1 || !strings.Contains(u[0]["cause"].(string), "list the pods of "+ns+"/pay") {
+		t.Fatalf("unanswerable log lines: %v\n%s", u, logs)
+	}
+	if held := logEntries(t, logs.String(), ns, "release held"); len(held) != 1 || held[0]["reason"] != "analysis-failed" {
+		t.Fatalf("held log lines: %v\n%s", held, logs)
+	}
+	if !suspended(t, cp, ns, "pay-migration-down-"+tag) {
+		t.Error("a migration was undone though its new copies could not be counted")
 	}
 }
