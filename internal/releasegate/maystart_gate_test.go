@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
-
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )

@@ -7,10 +7,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/JorisJonkers-dev/delivery/internal/release"
-
 	"github.com/go-logr/logr"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
 // PodWatch holds the pods of one namespace that a selector matches, as the

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
-
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
 
