@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,5 +104,87 @@ func seedInputs(t *testing.T, cp *testenv.ControlPlane, ns string, n int) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestReleasesReadsOncePer15s asks /releases from many callers at once and
+// across a clock that moves: one read answers everyone for 15 s, and only one
+// read runs at a time.
+func TestReleasesReadsOncePer15s(t *testing.T) {
+	cp := testenv.Shared(t)
+	cfg, counter := testenv.Counting(grant(t, cp))
+	kube, err := releasegate.NewKube(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cp.Namespace(t)
+	(&app{ns: ns, name: "notes", members: []member{{process: "notes", phase: "Initialized", applied: "n", promoted: "n", image: "n:1", primaryImage: "n:1"}}}).apply(t, cp)
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+	h := releasegate.NewTender(kube, gateNS, nil, nil, now).ReleasesHandler()
+	ask := func() string {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/releases", nil))
+		if w.Code != http.StatusOK {
+			t.Errorf("/releases: %d %s", w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	reads := func() int { return counter.Matching("GET", "canaries") }
+	counter.Reset()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() { defer wg.Done(); ask() }()
+	}
+	wg.Wait()
+	if reads() != 1 {
+		t.Fatalf("20 callers at once made %d reads", reads())
+	}
+	advance(14 * time.Second)
+	if body := ask(); reads() != 1 || !strings.Contains(body, `"readAt":"2026-11-30T10:00:00Z"`) || !strings.Contains(body, ns) {
+		t.Fatalf("after 14 s: %d reads, %s", reads(), body)
+	}
+	advance(2 * time.Second)
+	if body := ask(); reads() != 2 || !strings.Contains(body, `"readAt":"2026-11-30T10:00:16Z"`) {
+		t.Fatalf("after 16 s: %d reads, %s", reads(), body)
+	}
+
+	// A read that fails answers as long: callers asking often of a cluster
+	// the gate cannot read make one read per 15 s, not one each.
+	refused, refusedCount := testenv.Counting(cp.As(gateNS, "not-the-gate"))
+	stranger, err := releasegate.NewKube(refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = releasegate.NewTender(stranger, gateNS, nil, nil, now).ReleasesHandler()
+	askRefused := func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/releases", nil))
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("/releases unreadable: %d %s", w.Code, w.Body)
+		}
+	}
+	askRefused()
+	one := refusedCount.Total()
+	if one == 0 {
+		t.Fatal("the refused read made no request")
+	}
+	for range 20 {
+		wg.Add(1)
+		go func() { defer wg.Done(); askRefused() }()
+	}
+	wg.Wait()
+	advance(14 * time.Second)
+	askRefused()
+	if n := refusedCount.Total(); n != one {
+		t.Fatalf("21 more callers within 15 s of a failed read made %d requests, want none", n-one)
+	}
+	advance(2 * time.Second)
+	askRefused()
+	if n := refusedCount.Total(); n <= one {
+		t.Fatal("a failed read answered past 15 s")
 	}
 }
