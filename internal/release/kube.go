@@ -53,7 +53,7 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 	return &Kube{Core: kube, Flagger: flagger}, nil
 }
 
-// viewOf is the gate's view of each item of a list.
+// viewOf is the view of each item of a list.
 func viewOf[T, V any](items []T, of func(*T) V) []V {
 	out := make([]V, 0, len(items))
 	for i := range items {

@@ -13,8 +13,8 @@ import (
 // Cluster is what the gate reads from the cluster, each read at the moment a
 // question is asked. An answer reads each kind at most once: the reads list a
 // namespace, and the gate picks the objects it needs out of the lists. Every
-// method returns ErrNotFound (wrapped) for an object that is not there, and
-// any other error for a read that did not happen.
+// method returns release.ErrNotFound (wrapped) for an object that is not
+// there, and any other error for a read that did not happen.
 type Cluster interface {
 	// Pods lists the pods of namespace that selector matches.
 	Pods(ctx context.Context, namespace string, selector labels.Selector) ([]release.Pod, error)
@@ -147,7 +147,8 @@ func requires(sel labels.Selector, set labels.Set) bool {
 	return true
 }
 
-// configMapNamed picks name out of a list; ErrNotFound when it is not there.
+// configMapNamed picks name out of a list; release.ErrNotFound when it is not
+// there.
 func configMapNamed(cms []release.ConfigMap, name string) (release.ConfigMap, error) {
 	for _, cm := range cms {
 		if cm.Name == name {
