@@ -83,22 +83,37 @@ func SharedCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	sharedCluster.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		dir, err := os.MkdirTemp("", "delivery-cluster-")
-		if err != nil {
-			sharedCluster.err = err
-			return
-		}
-		sharedCluster.c, sharedCluster.err = startCluster(ctx, dir, opts)
-		if sharedCluster.err != nil && sharedCluster.c != nil {
-			sharedCluster.c.stop()
-			sharedCluster.c = nil
-		}
+		sharedCluster.c, sharedCluster.err = StartCluster(ctx, opts)
 	})
 	if sharedCluster.err != nil {
 		t.Fatalf("no cluster with controllers and Flagger for this test: %v", sharedCluster.err)
 	}
 	return sharedCluster.c
 }
+
+// StartCluster starts a Cluster for a caller that is not a test, the demo;
+// Close stops it. A start that fails stops what it started and says what
+// each process logged.
+func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "delivery-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	c, err := startCluster(ctx, dir, opts)
+	if err != nil {
+		if c != nil {
+			c.stop()
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops every process of the cluster and the API server, and removes
+// its folder.
+func (c *Cluster) Close() { c.stop() }
 
 func startCluster(ctx context.Context, dir string, opts ClusterOptions) (*Cluster, error) {
 	assets, err := AssetsDir()
@@ -330,7 +345,9 @@ status:
 
 // kwokStages joins kwok's own default stages (nodes kept Ready with a lease,
 // pods made Ready, Job pods completed, deleted pods removed) into one config
-// file: kwok run without its cluster tool has none.
+// file: kwok run without its cluster tool has none. Job pods complete by
+// kwok's general stage, so a pod can say how long it runs (the annotation
+// pod-complete.stage.kwok.x-k8s.io/delay), as a migration that takes a while.
 func kwokStages(ctx context.Context, dir string) (string, error) {
 	module, err := moduleDir(ctx, "sigs.k8s.io/kwok@"+KwokVersion)
 	if err != nil {
@@ -341,7 +358,7 @@ func kwokStages(ctx context.Context, dir string) (string, error) {
 		"kustomize/stage/node/fast/node-initialize.yaml",
 		"kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
 		"kustomize/stage/pod/fast/pod-ready.yaml",
-		"kustomize/stage/pod/fast/pod-complete.yaml",
+		"kustomize/stage/pod/general/pod-complete.yaml",
 		"kustomize/stage/pod/fast/pod-delete.yaml",
 	} {
 		raw, err := os.ReadFile(filepath.Join(module, f)) //nolint:gosec // a module file

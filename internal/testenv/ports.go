@@ -1,9 +1,12 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"net/netip"
 	"strconv"
 )
 
@@ -52,4 +55,39 @@ func onFreePort[T any](start func() (T, error)) (T, error) {
 		}
 	}
 	return server, err
+}
+
+// ListenLoopback listens on port at a loopback address of its own, picked at
+// random in 127.16.0.0-127.254.255.255, for a server that must sit at a fixed
+// port (a webhook URL names 8080, and so does a Canary service): each run
+// takes its own address, so two runs side by side never collide.
+// 127.0.0.x stays free for the fixed callers (Flagger, the scraper).
+func ListenLoopback(ctx context.Context, port int) (net.Listener, error) {
+	var lc net.ListenConfig
+	var err error
+	for range 20 {
+		addr := net.JoinHostPort(randomLoopback().String(), strconv.Itoa(port))
+		var ln net.Listener
+		if ln, err = lc.Listen(ctx, "tcp", addr); err == nil {
+			return ln, nil
+		}
+	}
+	return nil, fmt.Errorf("listen on a loopback address at port %d: %w", port, err)
+}
+
+// FreeLoopback is ListenLoopback for a server started by another process: the
+// address was free a moment ago, and with 15 million to pick from, another
+// run taking it in between is not a case worth more than an error.
+func FreeLoopback(ctx context.Context, port int) (string, error) {
+	ln, err := ListenLoopback(ctx, port)
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func randomLoopback() netip.Addr {
+	//nolint:gosec // an address that keeps runs apart, not a secret
+	return netip.AddrFrom4([4]byte{127, byte(16 + rand.IntN(239)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 }
