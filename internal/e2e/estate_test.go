@@ -28,14 +28,17 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
-// The estate's fixed names: where the gate and Flagger run, the name
-// deploy-kit's webhooks reach the gate by, and the loopback address that
-// name means to Flagger.
+// The estate's fixed names: where the gate and Flagger run, and the name
+// deploy-kit's webhooks reach the gate by.
 const (
-	gateNS      = "delivery-system"
-	gateHost    = "release-gate.delivery-system.svc.cluster.local"
-	gateAddress = "127.0.20.1"
+	gateNS   = "delivery-system"
+	gateHost = "release-gate.delivery-system.svc.cluster.local"
 )
+
+// gateAddress is the loopback host:port, port 8080 as the webhooks name it,
+// that gateHost means to Flagger; TestMain picks an address of this run's
+// own, so two runs side by side do not collide.
+var gateAddress string
 
 // Three revisions of the auth Application, each with its tag.
 var revisions = []string{
@@ -52,6 +55,10 @@ var gateBin string
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "e2e-gate-")
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if gateAddress, err = testenv.FreeLoopback(context.Background(), 8080); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -98,19 +105,21 @@ func (m *member) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // test's namespace, serves its members and starts the gate under its grant.
 func newEstate(t *testing.T) *estate {
 	t.Helper()
-	c := testenv.SharedCluster(t, testenv.ClusterOptions{Hosts: map[string]string{gateHost: gateAddress}})
+	gateIP, _, _ := net.SplitHostPort(gateAddress)
+	c := testenv.SharedCluster(t, testenv.ClusterOptions{Hosts: map[string]string{gateHost: gateIP}})
 	e := &estate{t: t, c: c, ns: c.Namespace(t), members: map[string]*member{}}
 	// The namespace controller runs here: deleting the namespace stops
 	// Flagger and the next test's gate from working on this test's release.
 	t.Cleanup(func() {
 		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
 	})
-	for i, p := range []string{"auth-api", "auth-ui"} {
-		m := &member{process: p, addr: fmt.Sprintf("127.0.30.%d:8080", i+1)}
-		ln, err := net.Listen("tcp", m.addr)
+	for _, p := range []string{"auth-api", "auth-ui"} {
+		// Each member at the Canary service's port, on an address of its own.
+		ln, err := testenv.ListenLoopback(context.Background(), 8080)
 		if err != nil {
 			t.Fatalf("serve member %s: %v", p, err)
 		}
+		m := &member{process: p, addr: ln.Addr().String()}
 		m.srv = &http.Server{Handler: m, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = m.srv.Serve(ln) }()
 		t.Cleanup(func() { _ = m.srv.Close() })
@@ -120,7 +129,7 @@ func newEstate(t *testing.T) *estate {
 	return e
 }
 
-// gate is the release-gate binary serving at gateAddress:8080.
+// gate is the release-gate binary serving at gateAddress.
 type gate struct {
 	cmd    *exec.Cmd
 	logs   *testenv.LogBuffer
@@ -150,7 +159,7 @@ func (e *estate) startGate() *gate {
 	g := &gate{logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
 	g.cmd = exec.Command(args[0], args[1:]...) //nolint:gosec // the gate just built, under unshare
 	g.cmd.Env = append(os.Environ(),
-		"ADDR="+gateAddress+":8080",
+		"ADDR="+gateAddress,
 		"KUBECONFIG="+kubeconfig,
 		"FLAGGER_NAMESPACE="+testenv.FlaggerNamespace,
 		"FLAGGER_SELECTOR=app.kubernetes.io/instance=flagger",
@@ -170,7 +179,7 @@ func (e *estate) startGate() *gate {
 			t.Fatalf("the gate exited:\n%s", g.logs)
 		default:
 		}
-		resp, err := http.Get("http://" + gateAddress + ":8080/readyz") //nolint:noctx // a probe with the client's timeout
+		resp, err := http.Get("http://" + gateAddress + "/readyz") //nolint:noctx // a probe with the client's timeout
 		if err != nil {
 			return false, err.Error()
 		}
