@@ -6,9 +6,10 @@ ARGS ?=
 
 .PHONY: demo run build test test-deps lint bench fuzz clean
 
-## demo: run a whole release through the Release Gate on an embedded cluster (ARGS=--once: run the story and exit)
+## demo: run a whole release through the Release Gate and the real Flagger on an embedded cluster (ARGS=--once: run the story and exit)
 demo:
 	scripts/test-binaries.sh envtest >/dev/null
+	scripts/test-binaries.sh cluster >/dev/null
 	$(GO) run ./cmd/demo $(ARGS)
 
 ## run: start the Release Gate against the cluster KUBECONFIG names

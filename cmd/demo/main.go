@@ -23,7 +23,7 @@ func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stder
 // variables are what the demo reads, through the test servers' finder: it
 // reads no variable of its own, and sets every one the gate reads.
 var variables = []settings.Variable{
-	{Name: "KUBEBUILDER_ASSETS", Default: "the cache folder", Meaning: "the folder holding etcd and kube-apiserver"},
+	{Name: "KUBEBUILDER_ASSETS", Default: "the cache folder", Meaning: "the folder holding etcd, kube-apiserver, the controllers, kwok and Flagger"},
 	{Name: "DELIVERY_CACHE", Default: "$XDG_CACHE_HOME/delivery", Meaning: "the cache folder the servers are built into"},
 	{Name: "XDG_CACHE_HOME", Default: "~/.cache", Meaning: "the user's cache folder"},
 }

@@ -140,7 +140,7 @@ func (t *teller) releases(ctx context.Context, done func(record) bool) {
 			if a.Namespace == namespace && a.Application == application {
 				var r record
 				err := json.Unmarshal(a.Record, &r)
-				return "→ 200 " + indentJSON(body), err == nil && done(r), nil
+				return "→ 200, the entry of " + namespace + "/" + application + "'s record: " + indentJSON(string(a.Record)), err == nil && done(r), nil
 			}
 		}
 		return "→ 200 " + body, false, nil

@@ -1,9 +1,11 @@
 // Package demo runs a whole release through the Release Gate on an embedded
-// cluster: a real kube-apiserver and etcd, the sample estate under
-// examples/demo, and the real release-gate binary. The demo plays Flagger and
-// the kubelet step by step and prints every question, the gate's answer and
-// its reason, so a newcomer sees the product work without a cluster of their
-// own; with Once it is also the end-to-end test.
+// cluster that acts: kube-apiserver and etcd, kube-controller-manager,
+// kube-scheduler, kwok's fake node, the real Flagger, the sample estate under
+// examples/demo applied as Flux applies it, and the real release-gate binary.
+// Nothing is played: the transcript is what Flagger recorded on the Canaries
+// and every question Flagger asked the gate with its answer, as the gate
+// logged them, so a newcomer sees the product work without a cluster of
+// their own; with Once it is also an end-to-end test.
 package demo
 
 import (
@@ -11,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +37,7 @@ type Options struct {
 // ErrUnexpected is a story in which some step did not answer as expected.
 var ErrUnexpected = errors.New("the gate did not answer every step as the story expects")
 
-// startTimeout bounds starting the control plane and building the gate.
+// startTimeout bounds starting the cluster and building the gate.
 const startTimeout = 5 * time.Minute
 
 // Run starts the cluster and the gate, tells the story and then, unless
@@ -54,24 +57,29 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 
-	t := &teller{out: o.Out, root: o.Root, dir: dir, roundWait: roundWait}
-	t.title("Estate in a box: one release through the Release Gate")
-	t.say("Starting a kube-apiserver %s and etcd %s with Flagger's and Flux's CRDs...", testenv.KubeVersion, testenv.EtcdVersion)
+	t := &teller{out: o.Out, root: o.Root, dir: dir, roundWait: roundWait, flaggerWait: flaggerWait}
+	t.title("Estate in a box: one release through the Release Gate and the real Flagger")
+	t.say("Starting kube-apiserver %s, etcd %s, kube-controller-manager, kube-scheduler,", testenv.KubeVersion, testenv.EtcdVersion)
+	t.say("kwok %s with one fake node, and Flagger %s under its published grant...", testenv.KwokVersion, testenv.FlaggerVersion)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	cp, err := testenv.Start(startCtx)
+	// The gate listens at the port deploy-kit's webhook URLs name, on a
+	// loopback address of this run's own; Flagger alone resolves the
+	// gate's Service name to it.
+	gateAddr, err := testenv.FreeLoopback(startCtx, gatePort)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := cp.Stop(); stopErr != nil && err == nil && ctx.Err() == nil {
-			err = fmt.Errorf("stop the control plane: %w", stopErr)
-		}
-	}()
-	if err := t.connect(cp); err != nil {
+	gateIP, _, _ := net.SplitHostPort(gateAddr)
+	c, err := testenv.StartCluster(startCtx, testenv.ClusterOptions{Hosts: map[string]string{gateHost: gateIP}})
+	if err != nil {
 		return err
 	}
-	if err := t.writeKubeconfig(cp); err != nil {
+	defer c.Close()
+	if err := t.connect(c.ControlPlane); err != nil {
+		return err
+	}
+	if err := t.writeKubeconfig(); err != nil {
 		return err
 	}
 	members, err := startMembers(ctx)
@@ -83,7 +91,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := t.setUp(startCtx); err != nil {
 		return err
 	}
-	gate, err := startGate(startCtx, ctx, t, cp)
+	gate, err := startGate(startCtx, ctx, t, gateAddr)
 	if err != nil {
 		return err
 	}
@@ -99,7 +107,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 	}
 	if !o.Once {
-		t.say("Everything stays up; Ctrl-C stops the gate, the API server and etcd.")
+		t.say("Everything stays up; Ctrl-C stops the gate, Flagger and the cluster.")
 		<-ctx.Done()
 		t.say("Stopping.")
 	}

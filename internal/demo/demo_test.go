@@ -10,10 +10,11 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/demo"
 )
 
-// TestStoryOnce is the end-to-end test: the whole story against a real API
-// server and the real release-gate binary, every step answering as expected.
+// TestStoryOnce is the end-to-end test: the whole story against a cluster
+// with controllers, kwok and the real Flagger, and the real release-gate
+// binary, every step happening as expected.
 func TestStoryOnce(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
 	err := demo.Run(ctx, demo.Options{Once: true, Out: &out})
@@ -22,12 +23,16 @@ func TestStoryOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
+		"[Flagger] Canary auth-api: Initialized",
+		"may-start   auth-api at 2f4a6c8e0b2d → 409 waiting for the render",
 		"→ 409 waiting for job auth-migration-b87d7fecf08d",
 		"→ 403 ",
 		"gate log: {", // the migration started by the gate, and the release it held
-		"→ 409 new copy auth-api: own traffic: failed share",
+		"checks      auth-ui at b87d7fecf08d → 409 new copy auth-ui: own traffic",
+		"[Flagger] Canary auth-api: WaitingPromotion",
 		"→ 409 barrier closed: auth-ui",
 		"→ 200 barrier open",
+		"[Flagger] Canary auth-ui: Succeeded",
 		`"warmed": true`,
 		`reason="stale-proof"`,
 		"Where everything ran",

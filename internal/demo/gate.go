@@ -18,13 +18,20 @@ import (
 )
 
 // The gate answers Flagger by its pod's address, and /metrics the scraper by
-// its own; examples/demo/platform.yaml gives the two pods these addresses.
+// its own: the cluster gives Flagger's Pod object the Flagger process's
+// address, and examples/demo/platform.yaml gives the scraper's pod its own.
 const (
-	flaggerAddress = "127.0.0.1"
+	flaggerAddress = testenv.FlaggerAddress
 	scraperAddress = "127.0.0.2"
 	// outsiderAddress is a loopback address no pod has.
 	outsiderAddress = "127.0.0.3"
 )
+
+// gateHost is the name deploy-kit's webhook URLs reach the gate by.
+const gateHost = "release-gate." + gateNS + ".svc.cluster.local"
+
+// gatePort is the port those URLs name.
+const gatePort = 8080
 
 // gateProcess is the release-gate binary running as a child process.
 type gateProcess struct {
@@ -34,15 +41,14 @@ type gateProcess struct {
 	cancel  context.CancelFunc
 	logs    *testenv.LogBuffer
 	exited  chan error
-	// isolated is true when the gate resolves the members' Canary services
-	// through the demo's hosts file.
-	isolated bool
 }
 
 // startGate builds cmd/release-gate, gives it a kubeconfig that acts as its
 // ServiceAccount (so it runs under exactly deploy/release-gate/rbac.yaml) and
-// starts it on a free loopback port. It runs until runCtx ends or stop.
-func startGate(ctx, runCtx context.Context, t *teller, cp *testenv.ControlPlane) (*gateProcess, error) {
+// starts it at addr, where Flagger's /etc/hosts sends gateHost. The gate sees
+// the members' Canary services through an /etc/hosts of its own, as a
+// cluster's DNS would resolve them. It runs until runCtx ends or stop.
+func startGate(ctx, runCtx context.Context, t *teller, addr string) (*gateProcess, error) {
 	bin := filepath.Join(t.dir, "release-gate")
 	t.say("Building ./cmd/release-gate...")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/release-gate") //nolint:gosec // into the demo's own folder
@@ -50,26 +56,24 @@ func startGate(ctx, runCtx context.Context, t *teller, cp *testenv.ControlPlane)
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build the release gate: %w: %s", err, out)
 	}
-	kubeconfig, err := cp.KubeconfigAs(t.dir, gateNS, "release-gate")
-	if err != nil {
-		return nil, err
-	}
-	addr, err := testenv.FreeAddress()
+	kubeconfig, err := t.cp.KubeconfigAs(t.dir, gateNS, "release-gate")
 	if err != nil {
 		return nil, err
 	}
 	hosts := filepath.Join(t.dir, "hosts")
-	if err := os.WriteFile(hosts, []byte(t.members.hostsFile()), 0o600); err != nil {
+	if err := os.WriteFile(hosts, []byte(testenv.HostsFile(t.members.hosts())), 0o600); err != nil {
 		return nil, fmt.Errorf("write the hosts file: %w", err)
 	}
+	args, err := testenv.PrivateHosts(ctx, hosts, []string{bin})
+	if err != nil {
+		return nil, err
+	}
 	g := &gateProcess{url: "http://" + addr, logFile: filepath.Join(t.dir, "release-gate.log"), logs: &testenv.LogBuffer{}, exited: make(chan error, 1)}
-	args, why := isolation(ctx, hosts, bin)
-	g.isolated = why == ""
 	// The gate drains on SIGTERM, so ending its context sends that rather
 	// than a kill; the kernel sends it too should the demo die first.
 	gateCtx, cancel := context.WithCancel(runCtx)
 	g.cancel = cancel
-	g.cmd = exec.CommandContext(gateCtx, args[0], args[1:]...) //nolint:gosec // the binary just built, or the system's unshare running it
+	g.cmd = exec.CommandContext(gateCtx, args[0], args[1:]...) //nolint:gosec // the binary just built, under the system's unshare
 	g.cmd.Cancel = func() error { return g.cmd.Process.Signal(syscall.SIGTERM) }
 	g.cmd.WaitDelay = drainWait
 	// Every variable the gate reads is set here, so that one left in the
@@ -78,10 +82,10 @@ func startGate(ctx, runCtx context.Context, t *teller, cp *testenv.ControlPlane)
 	g.cmd.Env = append(os.Environ(),
 		"ADDR="+addr,
 		"KUBECONFIG="+kubeconfig,
-		"FLAGGER_NAMESPACE=delivery-system",
+		"FLAGGER_NAMESPACE="+testenv.FlaggerNamespace,
 		"FLAGGER_SELECTOR=app.kubernetes.io/instance=flagger",
 		"FLAGGER_SERVICE_ACCOUNT=flagger",
-		"GATE_NAMESPACE=delivery-system",
+		"GATE_NAMESPACE="+gateNS,
 		"METRICS_SCRAPER_NAMESPACE=monitoring",
 		"METRICS_SCRAPER_SELECTOR=app.kubernetes.io/name=prometheus",
 		"METRICS_SCRAPER_SERVICE_ACCOUNT=prometheus",
@@ -107,37 +111,13 @@ func startGate(ctx, runCtx context.Context, t *teller, cp *testenv.ControlPlane)
 		g.stop()
 		return nil, err
 	}
-	t.say("release-gate serves on %s under its grant (deploy/release-gate/rbac.yaml)", g.url)
-	if g.isolated {
-		t.say("its own traffic reaches the members' Canary services through a private /etc/hosts:")
-		for _, m := range t.members.all() {
-			t.say("  %s -> %s", m.host, m.addr)
-		}
-	} else {
-		t.say("this machine gives no process a private /etc/hosts (%s):", why)
-		t.say("the gate cannot resolve the members' Canary services, so its own traffic meets no answer")
+	t.say("release-gate serves on %s under its grant (deploy/release-gate/rbac.yaml);", g.url)
+	t.say("Flagger reaches it as %s:%d, the name deploy-kit's webhooks use.", gateHost, gatePort)
+	t.say("Its own traffic reaches the members' Canary services through a private /etc/hosts:")
+	for _, m := range t.members.all() {
+		t.say("  %s -> %s", m.host, m.addr)
 	}
 	return g, nil
-}
-
-// isolation returns the command that runs bin seeing hosts as /etc/hosts, in
-// a mount namespace of its own, as a cluster's DNS would resolve the Canary
-// services; the gate itself is unchanged. Where the system allows no such
-// namespace it returns bin alone and says why.
-func isolation(ctx context.Context, hosts, bin string) ([]string, string) {
-	wrap := func(then string) []string {
-		return []string{"unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-			`mount --bind "$1" /etc/hosts && exec "$2"`, "sh", hosts, then}
-	}
-	trueBin, err := exec.LookPath("true")
-	if err != nil {
-		return []string{bin}, "no true command"
-	}
-	probe := wrap(trueBin)
-	if out, err := exec.CommandContext(ctx, probe[0], probe[1:]...).CombinedOutput(); err != nil { //nolint:gosec // fixed arguments
-		return []string{bin}, strings.TrimSpace(string(out) + " " + err.Error())
-	}
-	return wrap(bin), ""
 }
 
 func (g *gateProcess) waitReady(ctx context.Context) error {

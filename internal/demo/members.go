@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // member is a small HTTP server on loopback standing in for a member's new
@@ -36,24 +36,24 @@ type members struct {
 }
 
 // canaryPort is the Canary's spec.service.port in examples/demo.
-const canaryPort = "8080"
+const canaryPort = 8080
 
-// startMembers serves auth-api and auth-ui on their own loopback addresses at
-// the Canary service port, so each Canary service name maps to one address.
+// startMembers serves auth-api and auth-ui each on a loopback address of its
+// own at the Canary service port, so each Canary service name maps to one
+// address and two demos side by side do not collide.
 func startMembers(ctx context.Context) (*members, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	ms := &members{byProcess: map[string]*member{}, stopAll: cancel}
-	for i, process := range []string{"auth-api", "auth-ui"} {
+	for _, process := range []string{"auth-api", "auth-ui"} {
+		ln, err := testenv.ListenLoopback(ctx, canaryPort)
+		if err != nil {
+			ms.stop()
+			return nil, fmt.Errorf("serve member %s at the Canary service's port: %w", process, err)
+		}
 		m := &member{
 			process: process,
 			host:    process + "-canary." + namespace + ".svc.cluster.local",
-			addr:    net.JoinHostPort(fmt.Sprintf("127.0.10.%d", i+1), canaryPort),
-		}
-		var lc net.ListenConfig
-		ln, err := lc.Listen(ctx, "tcp", m.addr)
-		if err != nil {
-			ms.stop()
-			return nil, fmt.Errorf("serve member %s on %s (the Canary service's port): %w", process, m.addr, err)
+			addr:    ln.Addr().String(),
 		}
 		ms.byProcess[process] = m
 		ms.order = append(ms.order, m)
@@ -78,16 +78,15 @@ func (ms *members) all() []*member { return ms.order }
 
 func (ms *members) get(process string) *member { return ms.byProcess[process] }
 
-// hostsFile maps each Canary service's name to its member, as the cluster's
-// DNS maps it to the service.
-func (ms *members) hostsFile() string {
-	var b strings.Builder
-	b.WriteString("127.0.0.1 localhost\n")
+// hosts maps each Canary service's name to its member's address, as the
+// cluster's DNS maps it to the service.
+func (ms *members) hosts() map[string]string {
+	hosts := map[string]string{}
 	for _, m := range ms.order {
 		host, _, _ := net.SplitHostPort(m.addr)
-		fmt.Fprintf(&b, "%s %s\n", host, m.host)
+		hosts[m.host] = host
 	}
-	return b.String()
+	return hosts
 }
 
 func (m *member) routes(mux *http.ServeMux) {

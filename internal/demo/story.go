@@ -3,13 +3,12 @@ package demo
 import (
 	"context"
 	"net/http"
-
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"time"
 )
 
 // chapter is one part of the story. It returns an error only when the demo
-// itself cannot go on (the API server refused a write); an answer the story
-// did not expect is noted and the story goes on.
+// itself cannot go on (the API server refused a write); a step that did not
+// happen as the story expects is noted and the story goes on.
 type chapter struct {
 	title string
 	play  func(ctx context.Context, t *teller) error
@@ -22,9 +21,8 @@ func story() []chapter {
 		{"What serves today: auth at " + tag(servingRevision), whatServes},
 		{"Flux applies revision " + tag(releaseRevision) + ": a schema migration, a new auth-api and a new auth-ui", newRender},
 		{"The migration runs", migrationRuns},
-		{"Flagger analyses auth-api", analyseAPI},
-		{"Flagger analyses auth-ui; the barrier opens", analyseUI},
-		{"Flagger promotes both members; the gate records what serves", promoteBoth},
+		{"Flagger analyses both new copies; auth-ui's fails at first, and the barrier holds auth-api", analyse},
+		{"auth-ui recovers; the barrier opens and Flagger promotes both", promoteBoth},
 		{"Flux applies revision " + tag(staleRevision) + ", whose proof is stale", staleRelease},
 	}
 }
@@ -34,7 +32,9 @@ func (t *teller) tell(ctx context.Context, chapters []chapter) {
 	for _, c := range chapters {
 		t.chapter++
 		t.title("%d. %s", t.chapter, c.title)
-		if err := c.play(ctx, t); err != nil {
+		err := c.play(ctx, t)
+		t.flush()
+		if err != nil {
 			t.miss("%s: %v", c.title, err)
 			return
 		}
@@ -42,27 +42,41 @@ func (t *teller) tell(ctx context.Context, chapters []chapter) {
 }
 
 func whatServes(ctx context.Context, t *teller) error {
-	t.say("examples/demo/serving.yaml holds the Application as it runs: both members Succeeded,")
-	t.say("each primary running what its Deployment holds, migration %s complete.", "auth-migration-"+tag(servingRevision))
-	t.say("Every 15 s the gate tends every gated Application; its first round records what serves:")
+	m := t.mark(ctx)
+	if err := t.applyRender(ctx, examples+"/serving.yaml", nil); err != nil {
+		return err
+	}
+	t.say("Flagger initializes each Canary: it makes the -primary Deployment from the member's")
+	t.say("template and scales the member's own Deployment to zero. What it recorded:")
+	for _, p := range processes {
+		t.expectPhase(ctx, m, p, "Initialized")
+	}
+	t.primaries(ctx)
+	t.say("Every 15 s the gate tends every gated Application; its round records what serves:")
 	t.awaitRecord(ctx, "the record says "+tag(servingRevision)+" serves", func(r record) bool { return r.Serving == servingRevision })
 	return nil
 }
 
 func newRender(ctx context.Context, t *teller) error {
-	if err := t.apply(ctx, examples+"/release-"+tag(releaseRevision)+".yaml"); err != nil {
+	t.say("auth-ui's new copy will answer 503 on /sign-in until chapter 5.")
+	t.members.get("auth-ui").failOn("/sign-in")
+	m := t.mark(ctx)
+	file := examples + "/release-" + tag(releaseRevision) + ".yaml"
+	err := t.applyRender(ctx, file, func() {
+		t.say("Flux applies custom resources last. For a moment the Deployments hold the new templates")
+		t.say("while the Canaries still carry %s, whose steps all completed. Flagger asks anyway:", tag(servingRevision))
+		t.expectAnswer(ctx, m, "may-start", "auth-api", servingRevision, "not yet", "waiting for the render")
+		t.noPodOfNewTemplates(ctx)
+	})
+	if err != nil {
 		return err
 	}
-	t.say("Flagger sees both Deployments changed and asks before it starts either:")
-	t.ask(ctx, "auth-api", "may-start", http.StatusConflict, "auth-migration-"+tag(releaseRevision))
-	t.ask(ctx, "auth-ui", "may-start", http.StatusConflict, "auth-migration-"+tag(releaseRevision))
-	for _, p := range []string{"auth-api", "auth-ui"} {
-		if err := t.canaryStatus(ctx, p, map[string]any{"phase": "Waiting"}); err != nil {
-			return err
-		}
+	t.say("Flagger asks again at the new revision; the gate holds both until the migration completes:")
+	for _, p := range processes {
+		t.expectAnswer(ctx, m, "may-start", p, releaseRevision, "not yet", "auth-migration-"+tag(releaseRevision))
+		t.expectPhase(ctx, m, p, "Waiting")
 	}
-	t.say("Flagger records both Canaries as Waiting. A caller that is not Flagger is refused:")
-	t.askFrom(ctx, outsiderAddress, "auth-api", "may-promote", http.StatusForbidden, "Flagger")
+	t.askAsOutsider(ctx, "auth-api", "may-promote")
 	return nil
 }
 
@@ -77,102 +91,58 @@ func migrationRuns(ctx context.Context, t *teller) error {
 		return err
 	}
 	t.say("The migration was tested against %s; the record says %s serves. The gate's", proven, serving)
-	t.say("next round weighs that proof against the cluster; what it did:")
+	t.say("round weighs that proof against the cluster; what it did:")
+	m := t.mark(ctx)
 	t.awaitStarted(ctx, job)
-	if err := t.completeJob(ctx, job); err != nil {
+	t.say("The scheduler places the Job's pod on kwok's node, which runs it to completion:")
+	t.awaitComplete(ctx, job)
+	t.say("At its next tick Flagger asks again, and starts the analysis:")
+	done, err := t.completedAt(ctx, job)
+	if err != nil {
 		return err
 	}
-	t.ask(ctx, "auth-api", "may-start", http.StatusOK, "every step")
-	t.ask(ctx, "auth-ui", "may-start", http.StatusOK, "every step")
+	for _, p := range processes {
+		yes := t.expectAnswer(ctx, m, "may-start", p, releaseRevision, "yes", "every step")
+		if !yes.at.IsZero() && (done.IsZero() || yes.at.Before(done)) {
+			t.miss("the gate let %s start at %s, before %s completed at %s", p, yes.at.Format(time.TimeOnly), job, done.Format(time.TimeOnly))
+		}
+		t.expectPhase(ctx, m, p, "Progressing")
+	}
 	return nil
 }
 
-// apiOwnRequests is what one iteration's own traffic sends auth-api's new
-// copy: its Canary's two paths and its readiness path, probe.Rounds times.
-const apiOwnRequests = (2 + 1) * probe.Rounds
-
-// analysisIterations is the Canaries' spec.analysis.iterations.
-const analysisIterations = 4
-
-// iterate plays Flagger's analysis iterations from to of process, each
-// asking checks; after the last the member waits for promotion.
-func (t *teller) iterate(ctx context.Context, process string, from, to int) error {
-	for i := from; i <= to; i++ {
-		t.say("iteration %d of %d:", i, analysisIterations)
-		t.ask(ctx, process, "checks", http.StatusOK, "")
-		if err := t.canaryStatus(ctx, process, map[string]any{"iterations": i}); err != nil {
-			return err
-		}
-	}
-	if to < analysisIterations {
-		return nil
-	}
-	t.say("Flagger counted %d passed iterations; %s waits for promotion", to, process)
-	return t.canaryStatus(ctx, process, map[string]any{"phase": "WaitingPromotion"})
-}
-
-func analyseAPI(ctx context.Context, t *teller) error {
-	if err := t.analyse(ctx, "auth-api"); err != nil {
-		return err
-	}
-	if err := t.startPods(ctx, "auth-api", 2); err != nil {
-		return err
-	}
-	t.ask(ctx, "auth-api", "checks", http.StatusConflict, "not ready")
-	if err := t.readyPods(ctx, "auth-api"); err != nil {
-		return err
-	}
+func analyse(ctx context.Context, t *teller) error {
+	m := t.mark(ctx)
 	api := t.members.get("auth-api")
 	before := api.requests.Load()
-	if err := t.iterate(ctx, "auth-api", 1, 1); err != nil {
-		return err
+	t.say("Each tick Flagger asks checks; the gate sends its own traffic to the new copy:")
+	t.expectAnswer(ctx, m, "checks", "auth-api", releaseRevision, "yes", "")
+	t.shows("(auth-api's new copy has answered %d requests from the gate)", api.requests.Load()-before)
+	t.expectAnswer(ctx, m, "checks", "auth-ui", releaseRevision, "not yet", "own traffic")
+	t.expectState(ctx, m, "Flagger counts a failed check on auth-ui", func(s canaryState) bool {
+		return s.process == "auth-ui" && s.failedChecks > 0
+	})
+	t.say("auth-api passes its iterations and asks to be promoted while auth-ui has not passed:")
+	t.expectPhase(ctx, m, "auth-api", "WaitingPromotion")
+	t.expectAnswer(ctx, m, "may-promote", "auth-api", releaseRevision, "not yet", "barrier closed: auth-ui")
+	t.shows("auth-api's primary runs %s", t.image(ctx, "auth-api-primary"))
+	if t.phaseNow("auth-api") != "WaitingPromotion" {
+		t.miss("auth-api went %s while auth-ui had not passed", t.phaseNow("auth-api"))
 	}
-	answered := api.requests.Load() - before
-	t.shows("(auth-api's new copy answered %d requests from the gate)", answered)
-	if answered != apiOwnRequests {
-		t.miss("the gate sent auth-api's new copy %d requests, not %d: each of its paths %d times", answered, apiOwnRequests, probe.Rounds)
-	}
-	t.say("auth-api's new copy starts answering 503 on /api/session:")
-	api.failOn("/api/session")
-	t.ask(ctx, "auth-api", "checks", http.StatusConflict, "own traffic")
-	api.failOn("")
-	if err := t.canaryStatus(ctx, "auth-api", map[string]any{"failedChecks": 1}); err != nil {
-		return err
-	}
-	t.say("Flagger counts 1 failed check of the 3 it tolerates; the copy recovers.")
-	if err := t.iterate(ctx, "auth-api", 2, 4); err != nil {
-		return err
-	}
-	t.say("auth-api asks to be promoted while auth-ui has not been analysed:")
-	t.ask(ctx, "auth-api", "may-promote", http.StatusConflict, "auth-ui")
-	return nil
-}
-
-func analyseUI(ctx context.Context, t *teller) error {
-	if err := t.analyse(ctx, "auth-ui"); err != nil {
-		return err
-	}
-	if err := t.startPods(ctx, "auth-ui", 1); err != nil {
-		return err
-	}
-	if err := t.readyPods(ctx, "auth-ui"); err != nil {
-		return err
-	}
-	if err := t.iterate(ctx, "auth-ui", 1, 4); err != nil {
-		return err
-	}
-	t.ask(ctx, "auth-ui", "may-promote", http.StatusOK, "barrier open")
-	t.say("auth-api asks again at its next tick:")
-	t.ask(ctx, "auth-api", "may-promote", http.StatusOK, "barrier open")
 	return nil
 }
 
 func promoteBoth(ctx context.Context, t *teller) error {
-	for _, p := range []string{"auth-api", "auth-ui"} {
-		if err := t.promote(ctx, p); err != nil {
-			return err
-		}
+	t.members.get("auth-ui").failOn("")
+	m := t.mark(ctx)
+	t.say("auth-ui's new copy answers again; once it passes, the barrier opens for both:")
+	for _, p := range processes {
+		t.expectAnswer(ctx, m, "may-promote", p, releaseRevision, "yes", "barrier open")
 	}
+	for _, p := range processes {
+		t.expectPhase(ctx, m, p, "Succeeded")
+	}
+	t.primaries(ctx)
 	t.say("Flagger asks nothing after promotion. The gate's next round reads the members and their")
 	t.say("primaries; what it recorded (no public host reaches the demo's Application, so its warmup")
 	t.say("sends no request):")
@@ -184,11 +154,12 @@ func promoteBoth(ctx context.Context, t *teller) error {
 }
 
 func staleRelease(ctx context.Context, t *teller) error {
-	if err := t.apply(ctx, examples+"/release-"+tag(staleRevision)+".yaml"); err != nil {
+	m := t.mark(ctx)
+	if err := t.applyRender(ctx, examples+"/release-"+tag(staleRevision)+".yaml", nil); err != nil {
 		return err
 	}
 	job := "auth-migration-" + tag(staleRevision)
-	t.ask(ctx, "auth-api", "may-start", http.StatusConflict, job)
+	t.expectAnswer(ctx, m, "may-start", "auth-api", staleRevision, "not yet", job)
 	serving, err := t.recordServing(ctx)
 	if err != nil {
 		return err
@@ -214,6 +185,9 @@ func staleRelease(ctx context.Context, t *teller) error {
 			t.miss("the gate started %s while the release is held", name)
 		}
 	}
+	if phase := t.phaseNow("auth-api"); phase != "Waiting" {
+		t.miss("auth-api is %s while its release is held, not Waiting", phase)
+	}
 	t.say("GET /metrics from the scraper's address %s:", scraperAddress)
 	t.metrics(ctx, scraperAddress, http.StatusOK, `reason="stale-proof"`)
 	t.say("GET /metrics from %s, which is no scraper's pod:", outsiderAddress)
@@ -230,10 +204,39 @@ func (t *teller) where(once bool) {
 	} else {
 		t.title("Everything is still running")
 	}
-	t.say("the gate's answers    POST %s/may-start|checks|may-promote (from Flagger's address %s)", t.gate.url, flaggerAddress)
+	t.say("the gate's answers    its log, every question Flagger asked: %s", t.gate.logFile)
 	t.say("what serves, held     curl %s/releases", t.gate.url)
 	t.say("the gate's metrics    curl --interface %s %s/metrics   (the scraper's address)", scraperAddress, t.gate.url)
-	t.say("the gate's log        %s", t.gate.logFile)
 	t.say("the cluster           export KUBECONFIG=%s", t.kubeconfig)
 	t.say("                      kubectl -n %s get canaries,deployments,jobs,pods", namespace)
+}
+
+// primaries prints what each member's primary runs beside what its own
+// Deployment holds, and notes a primary that does not run its member's
+// template once Flagger has finished with it.
+func (t *teller) primaries(ctx context.Context) {
+	for _, p := range processes {
+		primary, target := t.image(ctx, p+"-primary"), t.image(ctx, p)
+		t.shows("%s-primary runs %s", p, primary)
+		if primary != target {
+			t.miss("%s-primary runs %s, not its member's %s", p, primary, target)
+		}
+	}
+}
+
+// noPodOfNewTemplates notes a pod of a new template that started while its
+// Canary still carried the revision that serves.
+func (t *teller) noPodOfNewTemplates(ctx context.Context) {
+	for _, p := range processes {
+		image := t.image(ctx, p)
+		pods, err := t.podsRunning(ctx, image)
+		if err != nil {
+			t.miss("%v", err)
+			continue
+		}
+		t.shows("pods running %s's new template: %d", p, len(pods))
+		if len(pods) > 0 {
+			t.miss("pod %s of %s's new template started before its release", pods[0], p)
+		}
+	}
 }

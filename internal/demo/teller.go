@@ -48,15 +48,18 @@ type teller struct {
 	// missed names every step that did not answer as the story expects.
 	missed  []string
 	chapter int
-	// roundWait bounds each wait for something the gate does between questions.
-	roundWait time.Duration
+	// roundWait bounds each wait for something the gate does between
+	// questions; flaggerWait each wait for Flagger to move a Canary.
+	roundWait, flaggerWait time.Duration
+	// seen is what the story has watched Flagger and the gate do so far.
+	seen observer
 }
 
 func (t *teller) title(format string, args ...any) {
 	fmt.Fprintf(t.out, "\n%s\n", fmt.Sprintf(format, args...))
 }
 
-// say narrates: what the demo does as Flagger, the kubelet or Flux.
+// say narrates: what the demo does, as Flux or as someone looking.
 func (t *teller) say(format string, args ...any) {
 	fmt.Fprintf(t.out, "  %s\n", fmt.Sprintf(format, args...))
 }
@@ -68,12 +71,20 @@ func (t *teller) shows(format string, args ...any) {
 	}
 }
 
+// showsAny is shows for what may be nothing.
+func (t *teller) showsAny(seen string) {
+	if seen != "" {
+		t.shows("%s", seen)
+	}
+}
+
 func (t *teller) miss(format string, args ...any) {
 	m := fmt.Sprintf(format, args...)
 	t.missed = append(t.missed, m)
 	fmt.Fprintf(t.out, "      ✗ %s\n", m)
 }
 
+// connect gives the teller its clients of the control plane.
 func (t *teller) connect(cp *testenv.ControlPlane) error {
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
@@ -84,7 +95,8 @@ func (t *teller) connect(cp *testenv.ControlPlane) error {
 }
 
 // writeKubeconfig writes the administrator's kubeconfig, for kubectl.
-func (t *teller) writeKubeconfig(cp *testenv.ControlPlane) error {
+func (t *teller) writeKubeconfig() error {
+	cp := t.cp
 	raw, err := cp.Kubeconfig()
 	if err != nil {
 		return err
@@ -103,6 +115,11 @@ func (t *teller) apply(ctx context.Context, file string) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", file, err)
 	}
+	return t.applyDocs(ctx, file, raw)
+}
+
+// applyDocs applies manifests read from file and says what they held.
+func (t *teller) applyDocs(ctx context.Context, file string, raw []byte) error {
 	objs, err := t.cp.Apply(ctx, raw)
 	if err != nil {
 		return fmt.Errorf("apply %s: %w", file, err)
@@ -123,9 +140,9 @@ func (t *teller) apply(ctx context.Context, file string) error {
 	return nil
 }
 
-// setUp applies the platform, the gate's grant and what serves today.
+// setUp applies the platform and the gate's grant.
 func (t *teller) setUp(ctx context.Context) error {
-	for _, f := range []string{examples + "/platform.yaml", "deploy/release-gate/rbac.yaml", examples + "/serving.yaml"} {
+	for _, f := range []string{examples + "/platform.yaml", "deploy/release-gate/rbac.yaml"} {
 		if err := t.apply(ctx, f); err != nil {
 			return err
 		}
@@ -138,16 +155,17 @@ func (t *teller) setUp(ctx context.Context) error {
 func (t *teller) await(ctx context.Context, what string, timeout time.Duration, check func(ctx context.Context) (string, bool, error)) {
 	deadline := time.Now().Add(timeout)
 	for {
+		t.watch(ctx)
 		seen, done, err := check(ctx)
 		switch {
 		case err != nil:
 			t.miss("%s: %v", what, err)
 			return
 		case done:
-			t.shows("%s", seen)
+			t.showsAny(seen)
 			return
 		case time.Now().After(deadline) || ctx.Err() != nil:
-			t.shows("%s", seen)
+			t.showsAny(seen)
 			t.miss("%s: not within %s", what, timeout)
 			return
 		}
