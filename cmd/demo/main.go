@@ -1,6 +1,3 @@
-// Command demo runs a whole release through the Release Gate on an embedded
-// cluster and prints the transcript; with --once it exits after the story,
-// 0 only when every step answered as the story expects.
 package main
 
 import (
