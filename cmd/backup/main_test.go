@@ -119,7 +119,7 @@ func TestEveryBadSettingStopsTheRunWithOneLine(t *testing.T) {
 	}
 }
 
-// variables are every variable the README's table names for backup.
+// variables are every variable docs/backup.md's table names for backup.
 var variables = []string{"BACKUP_RETAIN", "BACKUP_ROLLBACK", "BACKUP_DIR", "BACKUP_SOURCE_DIR", "BACKUP_HOST", "BACKUP_PORT",
 	"PGUSER", "PGPASSWORD", "BACKUP_PG_DUMPALL", "RABBITMQ_USERNAME", "RABBITMQ_PASSWORD", "BACKUP_OFF_CLUSTER",
 	"BACKUP_OFF_CLUSTER_PATH", "BACKUP_OFF_CLUSTER_RECIPIENT", "BACKUP_OFF_CLUSTER_PART_MIB", "AWS_ENDPOINT_URL",

@@ -530,7 +530,7 @@ func TestTheAgeCommandDecryptsACopy(t *testing.T) {
 	if err := os.Mkdir(out, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// The manual path the README documents.
+	// The manual path docs/backup.md documents (restoring by hand).
 	cmd := exec.Command("sh", "-c", `"$0" --decrypt --identity "$1" "$2" | tar -xz -C "$3"`, agePath, keyFile, copyPath, out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("age | tar: %v: %s", err, msg)
