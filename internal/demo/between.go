@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
 // This file reads what the gate does between questions: the record it keeps
@@ -90,12 +90,12 @@ func (t *teller) recordServing(ctx context.Context) (string, error) {
 // testedAgainst is the revision the applied inputs say the migration was
 // tested against, as a tag; "nothing" when they name none.
 func (t *teller) testedAgainst(ctx context.Context) (string, error) {
-	name := releasegate.InputsConfigMap(application)
+	name := release.InputsConfigMap(application)
 	cm, err := t.kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("read the inputs %s: %w", name, err)
 	}
-	in, err := releasegate.CheckInputs(application, releasegate.ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data})
+	in, err := release.CheckInputs(application, release.ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data})
 	if err != nil {
 		return "", err
 	}

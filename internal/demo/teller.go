@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -177,4 +177,4 @@ func (t *teller) await(ctx context.Context, what string, timeout time.Duration, 
 }
 
 // tag is a revision's short name, as Job names and the gate's reasons use it.
-func tag(revision string) string { return releasegate.RevisionTag(revision) }
+func tag(revision string) string { return release.RevisionTag(revision) }

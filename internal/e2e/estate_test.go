@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	releasemodel "github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -47,7 +47,7 @@ var revisions = []string{
 	"sha256:9cca1f71bf19e0d3c8b5a4f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2",
 }
 
-func tag(revision string) string { return releasegate.RevisionTag(revision) }
+func tag(revision string) string { return releasemodel.RevisionTag(revision) }
 
 // gateBin is the release-gate binary TestMain builds.
 var gateBin string
@@ -291,12 +291,12 @@ func (e *estate) job(name string) *batchv1.Job {
 
 // record is the gate's record of the estate's Application; ok is false
 // while there is none.
-func (e *estate) record() (releasegate.Record, bool) {
-	cm, err := e.c.Kube.CoreV1().ConfigMaps(gateNS).Get(context.Background(), releasegate.RecordConfigMap(e.ns, "auth"), metav1.GetOptions{})
+func (e *estate) record() (releasemodel.Record, bool) {
+	cm, err := e.c.Kube.CoreV1().ConfigMaps(gateNS).Get(context.Background(), releasemodel.RecordConfigMap(e.ns, "auth"), metav1.GetOptions{})
 	if err != nil {
-		return releasegate.Record{}, false
+		return releasemodel.Record{}, false
 	}
-	r, err := releasegate.DecodeRecord(e.ns, "auth", cm.Data)
+	r, err := releasemodel.DecodeRecord(e.ns, "auth", cm.Data)
 	return r, err == nil
 }
 
