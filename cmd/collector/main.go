@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
@@ -45,15 +44,7 @@ var service = cli.Service{
 	Name: "collector",
 	Summary: "collector captures the cluster's volume bindings and pod placements when it starts and once every\n" +
 		"INTERVAL, and commits them to the Estate repository through a GitHub App whenever a fact changed.",
-	Variables: slices.Concat([]settings.Variable{
-		{Name: "CLUSTER_NAME", Default: settings.Required, Meaning: "the cluster the snapshot names; a snapshot of another cluster is never overwritten"},
-		{Name: "ESTATE_REPOSITORY", Default: settings.Required, Meaning: "owner/name of the Estate repository"},
-		{Name: "ESTATE_PATH", Default: "cluster-state.yml", Meaning: "the file's path in that repository"},
-		{Name: "ESTATE_BRANCH", Default: "the default branch", Meaning: "the branch read and committed to"},
-	}, githubapp.Variables, []settings.Variable{
-		{Name: "INTERVAL", Default: "10m", Meaning: "time between captures (Go duration)"},
-		{Name: "ADDR", Default: ":8080", Meaning: "where /fresh, /healthz and /readyz are served"},
-	}, kubeclient.Variables),
+	Variables: collector.Variables,
 }
 
 func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error)) (config, error) {

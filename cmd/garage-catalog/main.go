@@ -26,9 +26,7 @@ var service = cli.Service{
 	Summary: "garage-catalog applies the bucket catalog deploy-kit renders to Garage through its admin API, once,\n" +
 		"and exits: 0 when Garage and Vault hold the catalog, 1 on a bad setting, a refused catalog or a failed\n" +
 		"call. It never deletes a key, a bucket or a grant.",
-	Variables: append([]settings.Variable{{Name: "CATALOG_FILE", Default: settings.Required,
-		Meaning: "the catalog, one JSON document (the catalog ConfigMap's key, as mounted)"}},
-		vaultlogin.Variables("garage-catalog")...),
+	Variables: garagecatalog.Variables,
 }
 
 // run answers --help and --version, or reads the settings, the catalog and

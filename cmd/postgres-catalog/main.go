@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/postgrescatalog"
@@ -27,10 +26,7 @@ var service = cli.Service{
 	Name: "postgres-catalog",
 	Summary: "postgres-catalog applies a PostgreSQL server's database catalog once and exits: 0 when the server\n" +
 		"and Vault hold the catalog, 1 on a bad setting, a refused catalog or a failed step.",
-	Variables: slices.Concat([]settings.Variable{{Name: "CATALOG_FILE", Default: settings.Required,
-		Meaning: "the catalog file (the mounted ConfigMap's key)"}},
-		vaultlogin.Variables("postgres-catalog"),
-		[]settings.Variable{{Name: "PGSSLROOTCERT", Default: "the system's roots", Meaning: "CA bundle for sslmode verify-ca/verify-full"}}),
+	Variables: postgrescatalog.Variables,
 }
 
 // run answers --help and --version, or reads the settings, the catalog,

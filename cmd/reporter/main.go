@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
@@ -31,7 +30,7 @@ func main() {
 }
 
 // DefaultGateURL is the Release Gate in the worked estate.
-const DefaultGateURL = "http://release-gate.delivery-system.svc.cluster.local:8080"
+const DefaultGateURL = reporter.DefaultGateURL
 
 // config is everything the Reporter reads from its environment.
 type config struct {
@@ -47,12 +46,7 @@ var service = cli.Service{
 	Name: "reporter",
 	Summary: "reporter keeps every release's GitHub Deployment status current as Flux and Flagger move it: a pass\n" +
 		"when it starts, on every event Flux's notification Provider posts to POST /flux, and once every INTERVAL.",
-	Variables: slices.Concat(githubapp.Variables, []settings.Variable{
-		{Name: "FLUX_NAMESPACE", Default: "flux-system", Meaning: "where the units project-<project> are"},
-		{Name: "INTERVAL", Default: "30s", Meaning: "time between passes (Go duration)"},
-		{Name: "ADDR", Default: ":8080", Meaning: "where /flux, /fresh, /healthz and /readyz are served"},
-		{Name: "GATE_URL", Default: DefaultGateURL, Meaning: "the Release Gate's root"},
-	}, kubeclient.Variables),
+	Variables: reporter.Variables,
 }
 
 func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error)) (config, error) {

@@ -26,8 +26,7 @@ var service = cli.Service{
 	Name: "vault-policy",
 	Summary: "vault-policy applies the Vault policies and Kubernetes-auth roles deploy-kit renders into a mounted\n" +
 		"ConfigMap, once, and exits: 0 when Vault holds the render, 1 on a refused render or a failed call.",
-	Variables: append(vaultlogin.Variables("policy-admin"),
-		settings.Variable{Name: "POLICIES_DIR", Default: "/policies", Meaning: "where the render's ConfigMap is mounted"}),
+	Variables: vaultpolicy.Variables,
 }
 
 // run answers --help and --version, or reads the settings, the render and
