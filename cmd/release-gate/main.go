@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
 	"log/slog"
 	"net"
@@ -46,6 +47,10 @@ var service = cli.Service{
 		{Name: "METRICS_SCRAPER_NAMESPACE", Default: settings.Unset, Meaning: "namespace of the metrics stack's pods, the only callers /metrics answers"},
 		{Name: "METRICS_SCRAPER_SELECTOR", Default: settings.Unset, Meaning: "label selector of those pods (one that selects everything is refused)"},
 		{Name: "METRICS_SCRAPER_SERVICE_ACCOUNT", Default: settings.Unset, Meaning: "ServiceAccount those pods run under"},
+		{Name: "POD_NAME", Default: "the host name and a random suffix", Meaning: "this replica's name on the Lease, unique per replica"},
+		{Name: "LEADER_LEASE_DURATION", Default: releasegate.DefaultLeader.LeaseDuration.String(), Meaning: "how long a Lease not renewed keeps the other replicas from the rounds"},
+		{Name: "LEADER_RENEW_DEADLINE", Default: releasegate.DefaultLeader.RenewDeadline.String(), Meaning: "how long the leader tries to renew before it stops acting (under the lease duration)"},
+		{Name: "LEADER_RETRY_PERIOD", Default: releasegate.DefaultLeader.RetryPeriod.String(), Meaning: "how often every replica tries to take or renew the Lease"},
 	}),
 }
 
@@ -80,6 +85,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ErrorRate: env.Share("OWN_TRAFFIC_ERROR_RATE", releasegate.DefaultOwnTraffic.ErrorRate),
 		Latency:   env.Duration("OWN_TRAFFIC_LATENCY", releasegate.DefaultOwnTraffic.Latency),
 	}
+	leader := releasegate.LeaderSettings{
+		Namespace:     gateNamespace,
+		Identity:      env.String("POD_NAME", replicaName()),
+		LeaseDuration: env.Duration("LEADER_LEASE_DURATION", releasegate.DefaultLeader.LeaseDuration),
+		RenewDeadline: env.Duration("LEADER_RENEW_DEADLINE", releasegate.DefaultLeader.RenewDeadline),
+		RetryPeriod:   env.Duration("LEADER_RETRY_PERIOD", releasegate.DefaultLeader.RetryPeriod),
+	}
 	scraper := releasegate.ScraperIdentity{
 		Namespace:      getenv("METRICS_SCRAPER_NAMESPACE"),
 		Selector:       getenv("METRICS_SCRAPER_SELECTOR"),
@@ -96,6 +108,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err == nil {
 		err = releasegate.CheckGateNamespace(gateNamespace)
 	}
+	if err == nil {
+		err = leader.Check()
+	}
 	if err != nil {
 		logger.Error("bad setting", slog.String("error", err.Error()))
 		return 2
@@ -110,7 +125,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Error("connect to the cluster", slog.String("error", err.Error()))
 		return 2
 	}
+	elector, err := releasegate.NewLeader(kube.Core, leader, logger)
+	if err != nil {
+		logger.Error("bad setting", slog.String("error", err.Error()))
+		return 2
+	}
 	tender := releasegate.NewTender(kube, gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
+	tender.LeadWith(elector.Leading)
 	metrics, err := tender.MetricsHandler(scraper)
 	if err != nil {
 		logger.Error("bad setting", slog.String("error", err.Error()))
@@ -138,14 +159,46 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		gate.Routes(mux)
 		mux.Handle("GET /metrics", metrics)
 		mux.Handle("GET /releases", tender.ReleasesHandler())
-		mux.HandleFunc("GET /fresh", rounds.FreshHandler)
+		mux.HandleFunc("GET /fresh", func(w http.ResponseWriter, r *http.Request) {
+			if !elector.Leading() {
+				// Another replica runs the rounds; this one's staleness is
+				// no reason to restart it.
+				_, _ = io.WriteString(w, "following: another replica runs the rounds\n")
+				return
+			}
+			rounds.FreshHandler(w, r)
+		})
 	}
-	err = rounds.RunBeside(ctx, func(ctx context.Context) error {
-		return server.Serve(ctx, ln, server.Config{Routes: routes, Ready: gate.Ready, Logger: logger})
-	})
+	// Every replica answers; only the Lease's holder runs the rounds. On
+	// SIGTERM ctx ends at once, so the leader stops acting and releases the
+	// Lease while the server still finishes answering what it was asked.
+	leadCtx, stopLeading := context.WithCancel(ctx)
+	led := make(chan error, 1)
+	go func() {
+		led <- elector.Run(leadCtx, func(term context.Context) {
+			rounds.Run(term)
+			tender.Forget()
+		})
+	}()
+	err = server.Serve(ctx, ln, server.Config{Routes: routes, Ready: gate.Ready, Logger: logger})
+	stopLeading()
+	if leadErr := <-led; leadErr != nil && err == nil {
+		err = leadErr
+	}
 	if err != nil {
 		logger.Error("serve", slog.String("error", err.Error()))
 		return 1
 	}
 	return 0
+}
+
+// replicaName names this replica on the Lease where no POD_NAME does: the
+// host name alone could be two replicas' on one machine, and two holders of
+// one name would both lead.
+func replicaName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "release-gate"
+	}
+	return host + "_" + rand.Text()[:10]
 }

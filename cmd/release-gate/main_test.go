@@ -197,6 +197,9 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		{"an own-traffic error rate over 1", map[string]string{"OWN_TRAFFIC_ERROR_RATE": "1.5"}, "OWN_TRAFFIC_ERROR_RATE"},
 		{"an own-traffic latency that is no duration", map[string]string{"OWN_TRAFFIC_LATENCY": "1"}, "OWN_TRAFFIC_LATENCY"},
 		{"an own-traffic latency of zero", map[string]string{"OWN_TRAFFIC_LATENCY": "0s"}, "OWN_TRAFFIC_LATENCY"},
+		{"a lease no longer than its renew deadline", map[string]string{"LEADER_LEASE_DURATION": "10s"}, "two replicas could act at once"},
+		{"a lease duration that is no duration", map[string]string{"LEADER_LEASE_DURATION": "15"}, "LEADER_LEASE_DURATION"},
+		{"a renew deadline within a retry", map[string]string{"LEADER_RENEW_DEADLINE": "2s"}, "LEADER_RENEW_DEADLINE"},
 		{"an address that cannot be listened on", map[string]string{"KUBECONFIG": writeKubeconfig(t), "ADDR": "256.0.0.1:1"}, "listen"},
 	}
 	for _, c := range cases {
@@ -240,7 +243,8 @@ func TestRunExitsWhenServingFails(t *testing.T) {
 
 // variables are the variables the table in docs/release-gate.md names for the gate.
 var variables = []string{"ADDR", "KUBECONFIG", "FLAGGER_NAMESPACE", "FLAGGER_SELECTOR", "FLAGGER_SERVICE_ACCOUNT", "GATE_NAMESPACE",
-	"OWN_TRAFFIC_ERROR_RATE", "OWN_TRAFFIC_LATENCY", "METRICS_SCRAPER_NAMESPACE", "METRICS_SCRAPER_SELECTOR", "METRICS_SCRAPER_SERVICE_ACCOUNT"}
+	"OWN_TRAFFIC_ERROR_RATE", "OWN_TRAFFIC_LATENCY", "METRICS_SCRAPER_NAMESPACE", "METRICS_SCRAPER_SELECTOR", "METRICS_SCRAPER_SERVICE_ACCOUNT",
+	"POD_NAME", "LEADER_LEASE_DURATION", "LEADER_RENEW_DEADLINE", "LEADER_RETRY_PERIOD"}
 
 func TestCommandLine(t *testing.T) {
 	clitest.Check(t, "release-gate", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {

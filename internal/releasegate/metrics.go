@@ -62,13 +62,15 @@ var (
 		[]string{"namespace", "application", "tag", "condition"}, nil)
 	descUnanswerable = prometheus.NewDesc("release_gate_unanswerable",
 		"An Application the last round could not read or decide for.", []string{"namespace", "application"}, nil)
+	descLeader = prometheus.NewDesc("release_gate_leader",
+		"1 while this replica holds the Lease and runs the rounds, 0 while another does.", nil, nil)
 )
 
 // roundCollector turns the last round's findings into metrics at each scrape.
 type roundCollector struct{ t *Tender }
 
 func (c roundCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTended, descHeldSince, descHeldDeadline, descUndoRefused, descUnanswerable} {
+	for _, d := range []*prometheus.Desc{descTended, descHeldSince, descHeldDeadline, descUndoRefused, descUnanswerable, descLeader} {
 		ch <- d
 	}
 }
@@ -80,6 +82,11 @@ func (c roundCollector) Collect(ch chan<- prometheus.Metric) {
 		tended = float64(last.Tended.UnixNano()) / 1e9
 	}
 	ch <- prometheus.MustNewConstMetric(descTended, prometheus.GaugeValue, tended)
+	leader := 0.0
+	if c.t.leads() {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, leader)
 	for _, a := range last.Applications {
 		if h := a.Held; h != nil {
 			values := []string{a.Namespace, a.Application, h.Reason, h.Serving, h.Pinned}

@@ -39,6 +39,9 @@ type Tender struct {
 	mu    sync.Mutex
 	last  RoundResult
 	cache releaseCache
+	// leading, when set, says whether this replica holds the Lease; a gate
+	// without one is the only replica and always tends.
+	leading func() bool
 
 	warmups warmups
 }
@@ -59,6 +62,20 @@ func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slo
 // writes its verdict comes at once rather than on the next tick. It is set
 // before the rounds run.
 func (t *Tender) OnWarmupDone(prompt func()) { t.warmups.finished = prompt }
+
+// LeadWith has /metrics say, through leading, whether this replica runs the
+// rounds; it is set before the rounds run.
+func (t *Tender) LeadWith(leading func() bool) { t.leading = leading }
+
+func (t *Tender) leads() bool { return t.leading == nil || t.leading() }
+
+// Forget drops what the last round found, as a replica's term ends: the
+// holds it reported are the new leader's to report.
+func (t *Tender) Forget() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = RoundResult{}
+}
 
 // Tended is what one round did and found for one Application.
 type Tended struct {
