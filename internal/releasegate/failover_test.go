@@ -315,4 +315,3 @@ func waitFor(t testing.TB, deadline time.Duration, what string, cond func() (boo
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
