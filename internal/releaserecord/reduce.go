@@ -1,0 +1,289 @@
+package releaserecord
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Phase is what a fact says of a release.
+type Phase string
+
+// The phases a fact carries. Merged starts a record; the others move it.
+const (
+	PhaseMerged      Phase = "Merged"
+	PhaseProgressing Phase = "Progressing"
+	PhasePaused      Phase = "Paused"
+	PhaseHealthy     Phase = "Healthy"
+	PhaseDegraded    Phase = "Degraded"
+	PhaseSyncFailed  Phase = "SyncFailed"
+	// PhaseHeartbeat says only that the release is there, with its pod
+	// hash: it changes nothing but drift.
+	PhaseHeartbeat Phase = "Heartbeat"
+)
+
+// Fact is one thing a source saw of a release.
+type Fact struct {
+	// Release names the release; a Merged fact's fills the new record.
+	Release Release
+	Phase   Phase
+	// Abort is Argo Rollouts' abort flag, or a Canary Flagger failed: a
+	// Degraded release with it set was aborted.
+	Abort bool
+	// PodHash is the pod hash the release runs; "" when the source names
+	// none.
+	PodHash string
+	// Message is the source's words: the sync failure's, the degradation's.
+	Message string
+	// HealthyBefore is true when another release of the same app, env and
+	// cluster has turned healthy: the adapter reads it from the records, and
+	// it makes a healthy release an upgrade rather than a first deploy.
+	HealthyBefore bool
+}
+
+// EventType is a release event.
+type EventType string
+
+// The events. Deployed, Upgraded and RolledBack are CDEvents' service
+// events; Deploying and Failed have no CDEvent and go out as custom events.
+const (
+	EventDeploying  EventType = "deploying"
+	EventDeployed   EventType = "deployed"
+	EventUpgraded   EventType = "upgraded"
+	EventRolledBack EventType = "rolledback"
+	EventFailed     EventType = "failed"
+)
+
+// Event is a release event due. Its Key is the type and, for a failure,
+// the outcome (failed.aborted): the sent sets hold keys, and the event's id
+// is a function of the release id and the key.
+type Event struct {
+	Type EventType
+	// Outcome is a failure's: sync-failed, aborted or degraded; "" else.
+	Outcome string
+}
+
+// Key is the event as the sent sets hold it.
+func (e Event) Key() string {
+	if e.Outcome == "" {
+		return string(e.Type)
+	}
+	return string(e.Type) + "." + e.Outcome
+}
+
+// eventOf reads a key back; ok is false for a key of no event.
+func eventOf(key string) (Event, bool) {
+	t, outcome, _ := strings.Cut(key, ".")
+	e := Event{Type: EventType(t), Outcome: outcome}
+	return e, e.rank() >= 0 && e.Key() == key
+}
+
+// rank orders events as a release lives them: deploying, then a failure,
+// then success. -1 is no event.
+func (e Event) rank() int {
+	switch {
+	case e.Type == EventDeploying && e.Outcome == "":
+		return 0
+	case e.Type == EventFailed && e.Outcome == string(StateSyncFailed):
+		return 1
+	case e.Type == EventFailed && (e.Outcome == string(StateAborted) || e.Outcome == string(StateDegraded)):
+		return 2
+	case (e.Type == EventDeployed || e.Type == EventUpgraded || e.Type == EventRolledBack) && e.Outcome == "":
+		return 3
+	}
+	return -1
+}
+
+// Drift is a change a release was not released with: a ReleaseDrift
+// Kubernetes Event on the record, never a CDEvent.
+type Drift struct {
+	Message string
+}
+
+// Result is what one fact does to one record.
+type Result struct {
+	// Record is the record after the fact; Changed is false when it is the
+	// record before, so nothing is written.
+	Record  Record
+	Changed bool
+	// Events are the events the fact makes due that no sent set holds, in
+	// the order the release lived them.
+	Events []Event
+	// Drift is set when the fact shows a drift not recorded before.
+	Drift *Drift
+	// Why says what the fact did, in words, for the answer and the log.
+	Why string
+}
+
+// Reduce is the reducer: what a fact does to a record at now. It is a pure
+// function of its arguments; the record is the one the fact's release id
+// names, or none (a zero Record) when there is none yet.
+func Reduce(rec Record, f Fact, now time.Time) Result {
+	if f.Phase == PhaseMerged {
+		if rec.Exists() {
+			return ignored(rec, "the release is already recorded")
+		}
+		r := NewRecord(f.Release, now)
+		r.LastFactAt, r.LastFactPhase = now, string(f.Phase)
+		return Result{Record: r, Changed: true, Why: "merged"}
+	}
+	if !rec.Exists() {
+		return ignored(rec, "no record of the release")
+	}
+	switch rec.State {
+	case StateSuperseded:
+		return ignored(rec, "the release was superseded by "+rec.SupersededBy)
+	case StateRolledBack:
+		return ignored(rec, "the release was rolled back by "+rec.RolledBackBy)
+	case StateClosed:
+		return ignored(rec, "the release is closed")
+	default:
+	}
+	next := rec
+	if f.PodHash != "" && rec.PodHash != "" && f.PodHash != rec.PodHash {
+		// The same release running other pods: someone changed it outside
+		// the release. The state stands; the drift is said once.
+		next.PodHash = f.PodHash
+		next.Drift = "the pod hash moved from " + rec.PodHash + " to " + f.PodHash
+		return changed(rec, next, f, now, nil, "drift: "+next.Drift, &Drift{Message: next.Drift})
+	}
+	if f.PodHash != "" {
+		next.PodHash = f.PodHash
+	}
+	switch f.Phase {
+	case PhaseProgressing, PhasePaused:
+		return progressing(rec, next, f, now)
+	case PhaseHealthy:
+		return healthy(rec, next, f, now)
+	case PhaseDegraded:
+		return degraded(rec, next, f, now)
+	case PhaseSyncFailed:
+		return syncFailed(rec, next, f, now)
+	default: // a heartbeat
+		return changed(rec, next, f, now, nil, "nothing new", nil)
+	}
+}
+
+func progressing(rec, next Record, f Fact, now time.Time) Result {
+	switch {
+	case rec.State == StateAborted && f.Abort:
+		return changed(rec, next, f, now, nil, "the release is still aborted", nil)
+	case rec.State == StateAborted:
+		// A retry: the abort flag is clear. Its deploying event was sent.
+		next = enter(next, StateProgressing, now)
+		return changed(rec, next, f, now, nil, "retried after it was aborted", nil)
+	case rec.State.Terminal():
+		return changed(rec, next, f, now, nil, string(f.Phase)+" after the release was "+string(rec.State)+": ignored", nil)
+	case rec.State == StateProgressing:
+		return changed(rec, next, f, now, nil, "still progressing", nil)
+	}
+	next = enter(next, StateProgressing, now)
+	return changed(rec, next, f, now, []Event{{Type: EventDeploying}}, "progressing", nil)
+}
+
+func healthy(rec, next Record, f Fact, now time.Time) Result {
+	if rec.State == StateHealthy {
+		if strings.HasPrefix(rec.Drift, degradedDrift) {
+			next.Drift = ""
+			return changed(rec, next, f, now, nil, "healthy again after it degraded", nil)
+		}
+		return changed(rec, next, f, now, nil, "still healthy", nil)
+	}
+	success := EventDeployed
+	switch {
+	case rec.Kind == KindRollback:
+		success = EventRolledBack
+	case f.HealthyBefore:
+		success = EventUpgraded
+	}
+	next = enter(next, StateHealthy, now)
+	if next.HealthyAt.IsZero() {
+		next.HealthyAt = now
+	}
+	return changed(rec, next, f, now, []Event{{Type: EventDeploying}, {Type: success}}, "healthy", nil)
+}
+
+// degradedDrift opens the drift of a release that degraded after it was
+// reported healthy.
+const degradedDrift = "degraded after it was healthy"
+
+func degraded(rec, next Record, f Fact, now time.Time) Result {
+	switch rec.State {
+	case StateHealthy:
+		next.Drift = degradedDrift
+		if f.Message != "" {
+			next.Drift += ": " + oneLine(f.Message)
+		}
+		if next.Drift == rec.Drift {
+			return changed(rec, next, f, now, nil, "still degraded after it was healthy", nil)
+		}
+		return changed(rec, next, f, now, nil, "drift: "+next.Drift, &Drift{Message: next.Drift})
+	case StateAborted, StateDegraded:
+		return changed(rec, next, f, now, nil, "still "+string(rec.State), nil)
+	default:
+	}
+	state := StateDegraded
+	if f.Abort {
+		state = StateAborted
+	}
+	next = enter(next, state, now)
+	if f.Message != "" {
+		next.LastError = oneLine(f.Message)
+	}
+	return changed(rec, next, f, now, []Event{{Type: EventDeploying}, {Type: EventFailed, Outcome: string(state)}}, string(state), nil)
+}
+
+func syncFailed(rec, next Record, f Fact, now time.Time) Result {
+	if !rec.State.inFlight() {
+		return changed(rec, next, f, now, nil, "a sync failure with no release in flight: ignored", nil)
+	}
+	if rec.State == StateSyncFailed {
+		return changed(rec, next, f, now, nil, "still failing to sync", nil)
+	}
+	next = enter(next, StateSyncFailed, now)
+	if next.LastError == "" {
+		next.LastError = oneLine(f.Message)
+	}
+	return changed(rec, next, f, now, []Event{{Type: EventDeploying}, {Type: EventFailed, Outcome: string(StateSyncFailed)}}, "sync failed", nil)
+}
+
+func enter(r Record, s State, now time.Time) Record {
+	r.State, r.StateAt = s, now
+	return r
+}
+
+// changed finishes a fact's result: the events no sent set holds, and the
+// last fact stamped only when the record changed otherwise, so a repeat
+// writes nothing.
+func changed(before, after Record, f Fact, now time.Time, events []Event, why string, drift *Drift) Result {
+	sent := append(slices.Clone(before.EmittedLive), before.EmittedShadow...)
+	var due []Event
+	for _, e := range events {
+		if !slices.Contains(sent, e.Key()) {
+			due = append(due, e)
+		}
+	}
+	if equal(before, after) && len(due) == 0 {
+		return Result{Record: before, Why: why}
+	}
+	after.LastFactAt, after.LastFactPhase = now, string(f.Phase)
+	return Result{Record: after, Changed: true, Events: due, Drift: drift, Why: why}
+}
+
+func ignored(rec Record, why string) Result { return Result{Record: rec, Why: why} }
+
+func equal(a, b Record) bool {
+	return a.State == b.State && a.StateAt.Equal(b.StateAt) && a.PodHash == b.PodHash && a.Drift == b.Drift &&
+		a.LastError == b.LastError && a.HealthyAt.Equal(b.HealthyAt) && a.SupersededBy == b.SupersededBy &&
+		a.RolledBackBy == b.RolledBackBy && slices.Equal(a.EmittedLive, b.EmittedLive) &&
+		slices.Equal(a.EmittedShadow, b.EmittedShadow)
+}
+
+// oneLine folds a source's message onto one line of at most 1,024 bytes.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 1024 {
+		s = strings.ToValidUTF8(s[:1021], "") + "…"
+	}
+	return s
+}
