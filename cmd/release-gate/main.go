@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,25 +31,7 @@ var service = cli.Service{
 	Name: "release-gate",
 	Summary: "release-gate answers Flagger's webhooks for every gated Application from the live cluster, failing\n" +
 		"closed, and between questions tends every gated Application every 15 seconds.",
-	Variables: slices.Concat([]settings.Variable{
-		{Name: "ADDR", Default: ":8080", Meaning: "address to serve on"},
-	}, kubeclient.Variables, []settings.Variable{
-		{Name: "FLAGGER_NAMESPACE", Default: "delivery-system", Meaning: "namespace of Flagger's pods"},
-		{Name: "FLAGGER_SELECTOR", Default: "app.kubernetes.io/instance=flagger", Meaning: "label selector of Flagger's pods (one that selects everything is refused)"},
-		{Name: "FLAGGER_SERVICE_ACCOUNT", Default: "flagger", Meaning: "ServiceAccount Flagger's pods run under"},
-		{Name: "GATE_NAMESPACE", Default: releasegate.DefaultGateNamespace, Meaning: "the gate's own namespace, where it keeps the release records"},
-		{Name: "OWN_TRAFFIC_ERROR_RATE", Default: strconv.FormatFloat(releasegate.DefaultOwnTraffic.ErrorRate, 'g', -1, 64),
-			Meaning: "largest failed share of the own traffic that passes, from 0 to 1, where the inputs carry no errorRate"},
-		{Name: "OWN_TRAFFIC_LATENCY", Default: releasegate.DefaultOwnTraffic.Latency.String(),
-			Meaning: "largest p95 of answered own requests that passes, where the inputs carry no latency"},
-		{Name: "METRICS_SCRAPER_NAMESPACE", Default: settings.Unset, Meaning: "namespace of the metrics stack's pods, the only callers /metrics answers"},
-		{Name: "METRICS_SCRAPER_SELECTOR", Default: settings.Unset, Meaning: "label selector of those pods (one that selects everything is refused)"},
-		{Name: "METRICS_SCRAPER_SERVICE_ACCOUNT", Default: settings.Unset, Meaning: "ServiceAccount those pods run under"},
-		{Name: "POD_NAME", Default: "the host name and a random suffix", Meaning: "this replica's name on the Lease, unique per replica"},
-		{Name: "LEADER_LEASE_DURATION", Default: releasegate.DefaultLeader.LeaseDuration.String(), Meaning: "how long a Lease not renewed keeps the other replicas from the rounds"},
-		{Name: "LEADER_RENEW_DEADLINE", Default: releasegate.DefaultLeader.RenewDeadline.String(), Meaning: "how long the leader tries to renew before it stops acting (under the lease duration)"},
-		{Name: "LEADER_RETRY_PERIOD", Default: releasegate.DefaultLeader.RetryPeriod.String(), Meaning: "how often every replica tries to take or renew the Lease"},
-	}),
+	Variables: releasegate.Variables,
 }
 
 // listener opens the address the gate serves on; a test hands its own to
