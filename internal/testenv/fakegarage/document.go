@@ -12,11 +12,11 @@ import (
 )
 
 // DocumentRel is where Garage's published admin API v2 document lies,
-// relative to the repository's root: the repository is checked out with the
-// shared reference folder beside it.
-var DocumentRel = filepath.Join("..", "shared", "reference", "garage", "garage-admin-v2.json")
+// relative to the repository's root: vendored under third_party/garage, with
+// the release it was taken at in the REF beside it.
+var DocumentRel = filepath.Join("third_party", "garage", "garage-admin-v2.json")
 
-// DocumentPath finds Garage's admin API v2 document beside the repository the
+// DocumentPath finds Garage's admin API v2 document in the repository the
 // tests run in, whose root is the folder holding go.mod. The error names the
 // place looked at.
 func DocumentPath() (string, error) {
@@ -26,7 +26,7 @@ func DocumentPath() (string, error) {
 	}
 	path := filepath.Join(root, DocumentRel)
 	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("the Garage admin API v2 document is absent: looked for %s; the repository must be checked out with shared/reference/garage/ beside it", path)
+		return "", fmt.Errorf("the Garage admin API v2 document is absent: looked for %s; it is vendored under third_party/garage (scripts/schemas-check.sh refresh copies it)", path)
 	}
 	return path, nil
 }

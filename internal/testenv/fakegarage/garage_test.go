@@ -81,7 +81,7 @@ func TestAbsentDocumentIsNamed(t *testing.T) {
 	}
 	t.Chdir(dir)
 	_, err := DocumentPath()
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "..", "shared", "reference", "garage", "garage-admin-v2.json")) {
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "third_party", "garage", "garage-admin-v2.json")) {
 		t.Fatalf("want an error naming the absent document, got %v", err)
 	}
 }
