@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/JorisJonkers-dev/delivery/internal/deploykit/clusterstate"
 )
 
 // Labels deploy-kit puts on every object it renders.
@@ -16,13 +18,16 @@ const (
 	hostnameKey = "kubernetes.io/hostname"
 )
 
-// Binding says a bound claim's volume can be mounted on one node alone.
-type Binding struct {
-	Claim string `json:"claim" yaml:"claim"`
-	Node  string `json:"node" yaml:"node"`
-}
+// Binding says a bound claim's volume can be mounted on one node alone: an
+// item of the snapshot's bindings, its fields the type generated from
+// deploy-kit's schema (a type of this package, so it is written as a plain
+// pair of strings like Placement).
+type Binding clusterstate.ClusterStateBindingsElem
 
-// Placement says a deploy-kit process has a pod scheduled to a node.
+// Placement says a deploy-kit process has a pod scheduled to a node. It is
+// not the generated item, whose fields go-jsonschema orders by name (node
+// before process): the facts are ordered and compared process first, and the
+// snapshot writes process first.
 type Placement struct {
 	Process string `json:"process" yaml:"process"`
 	Node    string `json:"node" yaml:"node"`

@@ -3,14 +3,17 @@ package collector
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/JorisJonkers-dev/delivery/internal/deploykit/clusterstate"
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 )
 
 // The document's fixed identity and the schema version this Collector writes.
@@ -81,7 +84,7 @@ func Validate(doc any) error {
 // dropped before the schema sees it; anything else the schema refuses, a
 // duplicate key, or a later major schema version is a *RefusedError.
 func Decode(data []byte) (Snapshot, error) {
-	root, doc, err := decodeYAML(data)
+	doc, err := decodeYAML(data)
 	if err != nil {
 		return Snapshot{}, &RefusedError{Reason: err.Error()}
 	}
@@ -95,8 +98,8 @@ func Decode(data []byte) (Snapshot, error) {
 	if err := Validate(doc); err != nil {
 		return Snapshot{}, err
 	}
-	var s Snapshot
-	if err := root.Decode(&s); err != nil {
+	s, err := fromSchema(doc)
+	if err != nil {
 		return Snapshot{}, &RefusedError{Reason: jsondoc.OneLine(err)}
 	}
 	if major, _, _ := strings.Cut(s.SchemaVersion, "."); major != schemaMajor {
@@ -105,30 +108,57 @@ func Decode(data []byte) (Snapshot, error) {
 	return s, nil
 }
 
-// decodeYAML parses YAML once into a node tree and the plain value the
-// schema validator reads (maps, slices, strings, numbers, booleans). A
-// duplicate key is an error. Timestamps stay the text they were written as,
+// fromSchema decodes a document the schema accepted through the type
+// generated from that schema, which holds its required fields, constants and
+// patterns again. capturedAt is kept as the text written, not the generated
+// time.Time, so an unchanged snapshot re-encodes to the same bytes.
+func fromSchema(doc any) (Snapshot, error) {
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	var typed clusterstate.ClusterState
+	if err := json.Unmarshal(raw, &typed); err != nil {
+		return Snapshot{}, err
+	}
+	written, _ := doc.(map[string]any)["capturedAt"].(string)
+	bindings := make([]Binding, len(typed.Bindings))
+	for i, b := range typed.Bindings {
+		bindings[i] = Binding(b)
+	}
+	placements := make([]Placement, len(typed.Placements))
+	for i, p := range typed.Placements {
+		placements[i] = Placement{Process: p.Process, Node: p.Node}
+	}
+	return Snapshot{
+		APIVersion: typed.APIVersion, Kind: typed.Kind, SchemaVersion: typed.SchemaVersion, Cluster: typed.Cluster,
+		CapturedAt: written, Bindings: bindings, Placements: placements,
+	}, nil
+}
+
+// decodeYAML parses YAML into the plain value the schema validator reads
+// (maps, slices, strings, numbers, booleans). A duplicate key is an error. Timestamps stay the text they were written as,
 // as JSON would carry them, so the schema judges the text.
-func decodeYAML(data []byte) (*yaml.Node, any, error) {
+func decodeYAML(data []byte) (any, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		return nil, nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
+		return nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
 	}
 	// A second document would be dropped unseen by the next write.
 	var more yaml.Node
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
-		return nil, nil, errors.New("not one YAML document: something follows the snapshot")
+		return nil, errors.New("not one YAML document: something follows the snapshot")
 	}
 	if len(root.Content) == 0 {
-		return &root, nil, nil
+		return nil, nil
 	}
 	timestampsAsText(&root)
 	var doc any
 	if err := root.Decode(&doc); err != nil {
-		return nil, nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
+		return nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
 	}
-	return &root, doc, nil
+	return doc, nil
 }
 
 func timestampsAsText(n *yaml.Node) {

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-	"sigs.k8s.io/yaml"
+	"github.com/JorisJonkers-dev/delivery/internal/deploykit/corpustest"
 )
 
 var capturedAt = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -210,79 +207,24 @@ func TestCommitMessageListsBindingsAndBoundsItsBody(t *testing.T) {
 	}
 }
 
-// deployKit is deploy-kit's spec folder; the repository is cloned with
-// shared/ beside it.
-func deployKit(t *testing.T) (string, bool) {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "reference", "deploy-kit", "spec", "v1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = os.Stat(dir)
-	return dir, err == nil
-}
-
 // TestDeployKitCorpus runs every document of deploy-kit's corpus for the
-// snapshot schema through the Collector's reader and agrees with each verdict.
+// snapshot schema, vendored under third_party/deploy-kit, through the
+// Collector's reader and agrees with each verdict.
 func TestDeployKitCorpus(t *testing.T) {
-	spec, ok := deployKit(t)
-	if !ok {
-		t.Skip("deploy-kit's spec is not beside the repository (../shared/reference/deploy-kit)")
-	}
-	raw, err := os.ReadFile(filepath.Join(spec, "schemas", "corpus", "cluster-state-snapshot.corpus.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var corpus struct {
-		Schema string `json:"schema"`
-		Cases  []struct {
-			Name    string          `json:"name"`
-			Verdict string          `json:"verdict"`
-			File    string          `json:"file"`
-			Patch   json.RawMessage `json:"patch"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &corpus); err != nil {
-		t.Fatal(err)
-	}
-	if len(corpus.Cases) == 0 {
-		t.Fatal("the corpus has no cases")
-	}
 	// The schema the project carries is deploy-kit's, so verdicts can agree.
-	theirs, err := os.ReadFile(filepath.Join(spec, "schemas", corpus.Schema))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var a, b any
-	if json.Unmarshal(theirs, &a) != nil || json.Unmarshal(schemaJSON, &b) != nil || !reflect.DeepEqual(a, b) {
-		t.Fatalf("the embedded schema differs from deploy-kit's %s", corpus.Schema)
+	if json.Unmarshal(corpustest.SchemaJSON(t, "cluster-state-snapshot"), &a) != nil || json.Unmarshal(schemaJSON, &b) != nil || !reflect.DeepEqual(a, b) {
+		t.Fatal("the embedded schema differs from deploy-kit's cluster-state-snapshot.schema.json")
 	}
-	for _, tc := range corpus.Cases {
+	for _, tc := range corpustest.Cases(t, "cluster-state-snapshot") {
 		t.Run(tc.Name, func(t *testing.T) {
-			source, err := os.ReadFile(filepath.Join(spec, filepath.FromSlash(tc.File)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			doc, err := yaml.YAMLToJSON(source)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(tc.Patch) > 0 {
-				patch, err := jsonpatch.DecodePatch(tc.Patch)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if doc, err = patch.Apply(doc); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, err = Decode(doc)
+			_, err := Decode(tc.Document)
 			switch tc.Verdict {
-			case "accept":
+			case corpustest.Accept:
 				if err != nil {
 					t.Fatalf("refused a document deploy-kit accepts: %v", err)
 				}
-			case "refuse":
+			case corpustest.Refuse:
 				if err == nil {
 					t.Fatal("accepted a document deploy-kit refuses")
 				}
