@@ -4,7 +4,7 @@ GO ?= go
 COVERAGE_FLOOR := 80
 ARGS ?=
 
-.PHONY: demo run build test test-deps lint bench fuzz clean
+.PHONY: demo run build test test-deps lint bench fuzz clean check schemas-check gen gen-check secret-scan
 
 ## demo: run a whole release through the Release Gate and the real Flagger on an embedded cluster (ARGS=--once: run the story and exit)
 demo:
@@ -32,6 +32,26 @@ test: test-deps
 ## lint: golangci-lint with the project's configuration
 lint:
 	"$$(scripts/test-binaries.sh lint)" run ./...
+
+## check: everything CI holds a change to: the vendored contracts, the generated types, the secret scan, lint and the tests
+# (`make images` joins it once that target is in this Makefile.)
+check: schemas-check gen-check secret-scan lint test
+
+## schemas-check: fail when third_party/ differs from the reference folder beside the repository (passes, saying so, where it is absent)
+schemas-check:
+	scripts/schemas-check.sh
+
+## gen: regenerate the Go types of deploy-kit's schemas (internal/deploykit/*/types_gen.go)
+gen:
+	$(GO) generate ./internal/deploykit/...
+
+## gen-check: regenerate those types in a temporary folder and fail when the committed ones differ
+gen-check:
+	scripts/gen-check.sh
+
+## secret-scan: fail on a private key or token in any tracked file outside the allowed fixtures
+secret-scan:
+	$(GO) test -count=1 ./internal/secretscan/
 
 ## bench: run the benchmarks whose figures docs/benchmarks.md records
 bench: test-deps
