@@ -3,7 +3,6 @@ package collector
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +83,7 @@ func Validate(doc any) error {
 // dropped before the schema sees it; anything else the schema refuses, a
 // duplicate key, or a later major schema version is a *RefusedError.
 func Decode(data []byte) (Snapshot, error) {
-	doc, err := decodeYAML(data)
+	root, doc, err := decodeYAML(data)
 	if err != nil {
 		return Snapshot{}, &RefusedError{Reason: err.Error()}
 	}
@@ -98,30 +97,23 @@ func Decode(data []byte) (Snapshot, error) {
 	if err := Validate(doc); err != nil {
 		return Snapshot{}, err
 	}
-	s, err := fromSchema(doc)
-	if err != nil {
+	// The generated type is read from the same node tree the schema judged.
+	var typed clusterstate.ClusterState
+	if err := root.Decode(&typed); err != nil {
 		return Snapshot{}, &RefusedError{Reason: jsondoc.OneLine(err)}
 	}
+	written, _ := doc.(map[string]any)["capturedAt"].(string)
+	s := snapshotOf(typed, written)
 	if major, _, _ := strings.Cut(s.SchemaVersion, "."); major != schemaMajor {
 		return Snapshot{}, &RefusedError{Reason: fmt.Sprintf("schemaVersion %s is not %s.x, which this Collector writes", s.SchemaVersion, schemaMajor)}
 	}
 	return s, nil
 }
 
-// fromSchema decodes a document the schema accepted through the type
-// generated from that schema, which holds its required fields, constants and
-// patterns again. capturedAt is kept as the text written, not the generated
+// snapshotOf is the Snapshot of a document decoded into the type generated
+// from deploy-kit's schema. capturedAt is the text written, not the generated
 // time.Time, so an unchanged snapshot re-encodes to the same bytes.
-func fromSchema(doc any) (Snapshot, error) {
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	var typed clusterstate.ClusterState
-	if err := json.Unmarshal(raw, &typed); err != nil {
-		return Snapshot{}, err
-	}
-	written, _ := doc.(map[string]any)["capturedAt"].(string)
+func snapshotOf(typed clusterstate.ClusterState, capturedAt string) Snapshot {
 	bindings := make([]Binding, len(typed.Bindings))
 	for i, b := range typed.Bindings {
 		bindings[i] = Binding(b)
@@ -132,33 +124,34 @@ func fromSchema(doc any) (Snapshot, error) {
 	}
 	return Snapshot{
 		APIVersion: typed.APIVersion, Kind: typed.Kind, SchemaVersion: typed.SchemaVersion, Cluster: typed.Cluster,
-		CapturedAt: written, Bindings: bindings, Placements: placements,
-	}, nil
+		CapturedAt: capturedAt, Bindings: bindings, Placements: placements,
+	}
 }
 
-// decodeYAML parses YAML into the plain value the schema validator reads
-// (maps, slices, strings, numbers, booleans). A duplicate key is an error. Timestamps stay the text they were written as,
+// decodeYAML parses YAML once into a node tree and the plain value the
+// schema validator reads (maps, slices, strings, numbers, booleans). A
+// duplicate key is an error. Timestamps stay the text they were written as,
 // as JSON would carry them, so the schema judges the text.
-func decodeYAML(data []byte) (any, error) {
+func decodeYAML(data []byte) (*yaml.Node, any, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
+		return nil, nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
 	}
 	// A second document would be dropped unseen by the next write.
 	var more yaml.Node
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
-		return nil, errors.New("not one YAML document: something follows the snapshot")
+		return nil, nil, errors.New("not one YAML document: something follows the snapshot")
 	}
 	if len(root.Content) == 0 {
-		return nil, nil
+		return &root, nil, nil
 	}
 	timestampsAsText(&root)
 	var doc any
 	if err := root.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
+		return nil, nil, fmt.Errorf("not YAML: %s", jsondoc.OneLine(err))
 	}
-	return doc, nil
+	return &root, doc, nil
 }
 
 func timestampsAsText(n *yaml.Node) {
