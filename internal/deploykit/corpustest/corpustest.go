@@ -3,6 +3,7 @@ package corpustest
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -58,7 +59,7 @@ func SpecDir(t testing.TB) string {
 // SchemaJSON is the vendored schema named (cluster-state-snapshot, …).
 func SchemaJSON(t testing.TB, name string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(SpecDir(t), "schemas", name+".schema.json"))
+	raw, err := fs.ReadFile(os.DirFS(SpecDir(t)), "schemas/"+name+".schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +88,9 @@ type rawCase struct {
 // or taken from the case it names; then patched (RFC 6902) where it says.
 func Cases(t testing.TB, name string) []Case {
 	t.Helper()
-	spec := SpecDir(t)
-	raw, err := os.ReadFile(filepath.Join(spec, "schemas", "corpus", name+".corpus.json"))
+	// Read through an fs.FS, so a corpus names no file outside the spec.
+	spec := os.DirFS(SpecDir(t))
+	raw, err := fs.ReadFile(spec, "schemas/corpus/"+name+".corpus.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,13 +120,13 @@ func Cases(t testing.TB, name string) []Case {
 	return out
 }
 
-func resolve(spec string, c rawCase, earlier map[string][]byte) ([]byte, error) {
+func resolve(spec fs.FS, c rawCase, earlier map[string][]byte) ([]byte, error) {
 	var doc []byte
 	switch {
 	case len(c.Instance) > 0:
 		doc = c.Instance
 	case c.File != "":
-		source, err := os.ReadFile(filepath.Join(spec, filepath.FromSlash(c.File)))
+		source, err := fs.ReadFile(spec, c.File)
 		if err != nil {
 			return nil, err
 		}
@@ -154,11 +156,11 @@ func resolve(spec string, c rawCase, earlier map[string][]byte) ([]byte, error) 
 type Means string
 
 const (
-	// ByTypes: the generated type's UnmarshalJSON refuses it (a required
+	// ByTypes means the generated type's UnmarshalJSON refuses it (a required
 	// field, an enum or constant, a pattern, a length, a JSON type), and so
 	// does the schema.
 	ByTypes Means = "the generated types"
-	// BySchema: only the schema refuses it (an unknown field, a union, a rule
+	// BySchema means only the schema refuses it (an unknown field, a union, a rule
 	// across fields); the generated type decodes it.
 	BySchema Means = "the schema alone"
 )
