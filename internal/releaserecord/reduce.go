@@ -35,6 +35,10 @@ type Fact struct {
 	PodHash string
 	// Message is the source's words: the sync failure's, the degradation's.
 	Message string
+	// At is when the source says the fact happened; zero when it does not
+	// say. A Degraded fact from before the release was merged is the
+	// release before's.
+	At time.Time
 	// HealthyBefore is true when another release of the same app, env and
 	// cluster has turned healthy: the adapter reads it from the records, and
 	// it makes a healthy release an upgrade rather than a first deploy.
@@ -208,6 +212,9 @@ func healthy(rec, next Record, f Fact, now time.Time) Result {
 const degradedDrift = "degraded after it was healthy"
 
 func degraded(rec, next Record, f Fact, now time.Time) Result {
+	if !f.At.IsZero() && f.At.Before(rec.MergedAt) {
+		return changed(rec, next, f, now, nil, "a failure from before the release was merged: the release before's", nil)
+	}
 	switch rec.State {
 	case StateHealthy:
 		next.Drift = degradedDrift
