@@ -20,6 +20,11 @@ run:
 build:
 	$(GO) build -trimpath -o bin/ ./cmd/...
 
+## images: build an OCI image per command into bin/images/, with no daemon and no base (DEVELOPMENT.md, "Images")
+.PHONY: images
+images:
+	$(GO) run ./tools/images
+
 ## test-deps: install the packages and build the servers the tests start
 test-deps:
 	scripts/test-deps.sh

@@ -18,6 +18,9 @@ fi
 # sqlite3, age: the standard tools a restore is checked with.
 # gcc, libc6-dev: go test -race needs cgo and a C toolchain.
 PACKAGES=(postgresql rabbitmq-server sqlite3 age gcc libc6-dev)
+# podman, runc: the images' test loads each image and runs it (runc, as crun
+# fails on some hosts' cgroups). ca-certificates: the bundle the images carry.
+PACKAGES+=(podman runc ca-certificates)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

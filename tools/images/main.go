@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
+	"github.com/JorisJonkers-dev/delivery/internal/ociimage"
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+func main() {
+	ctx, stop := server.SignalContext(context.Background())
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	stop()
+	os.Exit(code)
+}
+
+// service is the tool as its --help tells it.
+var service = cli.Service{
+	Name: "images",
+	Summary: wrap("images builds an OCI image per command with no container daemon and no base image: one layer "+
+		"with the static binary, the CA bundle, the nonroot user (65532) and /tmp, no shell, linux/amd64, every time "+
+		"at the epoch, so the same checkout gives the same digests. It writes $IMAGES_DIR/<name>.tar (podman load -i, "+
+		"docker load -i) and every image in the OCI layout $IMAGES_DIR/oci (oci:<layout>:<name>). The images: "+
+		strings.Join(ociimage.Names(), ", ")+".", 100) + "\n\n" + wrap(ociimage.NoPgDumpall+".", 100),
+	Variables: []settings.Variable{
+		{Name: "IMAGES", Default: "every image", Meaning: "the images to build, by name, separated by commas or spaces"},
+		{Name: "IMAGES_DIR", Default: "bin/images", Meaning: "where the archives and the layout are written"},
+		{Name: "IMAGES_CA_CERTIFICATES", Default: ociimage.CACertificates, Meaning: "the CA bundle the images carry at " + ociimage.CACertificates},
+	},
+}
+
+// wrap breaks text into lines of at most width characters, for the help.
+func wrap(text string, width int) string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return strings.Join(append(lines, line), "\n")
+}
+
+// run answers --help and --version, or builds the images its environment
+// names. Progress goes to stderr where it is a terminal; each image written is
+// a line on stdout; a failure is one line on stderr naming the cause, and 1.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, terminal bool) int {
+	if code, answered := service.Answer(args, stdout, stderr); answered {
+		return code
+	}
+	env := settings.New(getenv)
+	list := env.String("IMAGES", "")
+	dir := env.String("IMAGES_DIR", "bin/images")
+	ca := env.String("IMAGES_CA_CERTIFICATES", ociimage.CACertificates)
+	if err := env.Err(); err != nil {
+		fmt.Fprintf(stderr, "images: %v\n", err)
+		return 2
+	}
+	targets, err := ociimage.Select(list)
+	if err != nil {
+		fmt.Fprintf(stderr, "images: IMAGES: %v\n", err)
+		return 2
+	}
+	root, err := ociimage.ModuleRoot(ctx, "", ".")
+	if err != nil {
+		fmt.Fprintf(stderr, "images: %v\n", err)
+		return 1
+	}
+	plan := ociimage.Plan{Targets: targets, Dir: dir, CACerts: ca, Compiler: ociimage.GoBuild{Dir: root}}
+	if terminal {
+		plan.Progress = func(step string) { fmt.Fprintf(stderr, "images: %s\n", step) }
+	}
+	results, err := ociimage.Build(ctx, plan)
+	if err != nil {
+		fmt.Fprintf(stderr, "images: %v\n", oneLine(err))
+		return 1
+	}
+	for _, r := range results {
+		fmt.Fprintf(stdout, "%-16s  %s  %5.1f MiB  %s\n", r.Target.Name, r.Digest, float64(r.Size)/(1<<20), r.Archive)
+	}
+	return 0
+}
+
+// oneLine is err's message on one line, whatever the tool it came from wrote.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
