@@ -45,8 +45,9 @@ func (s State) Terminal() bool {
 	switch s {
 	case StateHealthy, StateAborted, StateDegraded, StateSuperseded, StateRolledBack, StateClosed:
 		return true
+	default:
+		return false
 	}
-	return false
 }
 
 // live reports whether a release in this state still speaks for its
@@ -55,8 +56,9 @@ func (s State) live() bool {
 	switch s {
 	case StateSuperseded, StateRolledBack, StateClosed:
 		return false
+	default:
+		return true
 	}
-	return true
 }
 
 // ran reports whether the release ever reached the cluster, so a rollback
@@ -65,8 +67,9 @@ func (s State) ran() bool {
 	switch s {
 	case StateMerged, StateRolledBack, StateClosed:
 		return false
+	default:
+		return true
 	}
-	return true
 }
 
 // inFlight reports whether the release is still being applied: a sync
@@ -196,7 +199,7 @@ func DecodeRecord(name string, data map[string]string) (Record, error) {
 		doc[k] = v
 	}
 	if err := recordSchema.Validate(doc); err != nil {
-		return Record{}, fmt.Errorf("%w: %s", ErrUnreadable, err)
+		return Record{}, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	id, err := ParseReleaseID(data["releaseId"])
 	if err != nil {
