@@ -1,0 +1,52 @@
+package releaserecord
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
+)
+
+// RolloutsFactSchema is the JSON Schema of an Argo Rollouts fact.
+//
+//go:embed schema/rollouts-fact.schema.json
+var RolloutsFactSchema []byte
+
+var rolloutsFactSchema = jsondoc.MustCompile(RolloutsFactSchema)
+
+// Rollouts is Argo Rollouts' notifications, at POST /facts/{cluster}.
+type Rollouts struct{}
+
+var _ Pushed = Rollouts{}
+
+// Name is "argo-rollouts".
+func (Rollouts) Name() string { return "argo-rollouts" }
+
+// Route is POST /facts/{cluster}.
+func (Rollouts) Route() string { return "POST /facts/{cluster}" }
+
+type rolloutFact struct {
+	Namespace          string `json:"namespace"`
+	Name               string `json:"name"`
+	ReleaseID          string `json:"releaseId"`
+	Phase              string `json:"phase"`
+	Aborted            bool   `json:"aborted"`
+	PodTemplateHash    string `json:"podTemplateHash"`
+	Generation         string `json:"generation"`
+	ObservedGeneration string `json:"observedGeneration"`
+	Message            string `json:"message"`
+}
+
+// Decode reads a Rollout's fact, held to the schema.
+func (Rollouts) Decode(raw []byte) (Claim, error) {
+	var b rolloutFact
+	if err := rolloutsFactSchema.DecodeStrict(raw, &b); err != nil {
+		return Claim{}, fmt.Errorf("the Rollout fact %w", err)
+	}
+	c := Claim{Namespace: b.Namespace, ReleaseID: b.ReleaseID, Generation: b.Generation, ObservedGeneration: b.ObservedGeneration,
+		Fact: Fact{Phase: Phase(b.Phase), Abort: b.Aborted, PodHash: b.PodTemplateHash, Message: b.Message}}
+	if b.ReleaseID == "" {
+		c.Ignore = "the Rollout " + b.Namespace + "/" + b.Name + " carries no release id: not tracked"
+	}
+	return c, nil
+}
