@@ -1,0 +1,222 @@
+package releaserecord_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+// fluxWorld is the API server with a Project's unit, its source and its
+// Canaries, whose statuses the test writes, and a release record looking at
+// them under its own grant.
+type fluxWorld struct {
+	t             *testing.T
+	cp            *testenv.ControlPlane
+	fluxNS, appNS string
+	store         *rr.KubeStore
+	recv          *cdeventstest.Receiver
+	observer      *rr.Observer
+	logs          *testenv.LogBuffer
+}
+
+func newFluxWorld(t *testing.T) *fluxWorld {
+	cp, recordNS, cfg := grant(t)
+	w := &fluxWorld{t: t, cp: cp, fluxNS: cp.Namespace(t), appNS: cp.Namespace(t), recv: cdeventstest.Start(t), logs: &testenv.LogBuffer{}}
+	var err error
+	if w.store, err = rr.NewKubeStore(cfg, recordNS); err != nil {
+		t.Fatal(err)
+	}
+	kube, err := reporter.NewKube(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		_, _ = rw.Write([]byte(`{"readAt":"2026-12-02T10:00:00Z","truncated":false,"applications":[]}`))
+	}))
+	t.Cleanup(gate.Close)
+	sink, _ := rr.NewCloudEventsSink(w.recv.URL)
+	logger := slog.New(slog.NewJSONHandler(w.logs, nil))
+	svc := &rr.Service{Store: w.store, Sink: sink, Logger: logger}
+	w.observer = &rr.Observer{Service: svc, Logger: logger,
+		Source: &rr.Flux{Namespace: w.fluxNS, Cluster: "prod-eu", Env: "prod", Kube: kube, Gate: reporter.NewGateClient(gate.URL), Logger: logger}}
+	return w
+}
+
+func (w *fluxWorld) apply(format string, args ...any) {
+	w.t.Helper()
+	if _, err := w.cp.Apply(context.Background(), fmt.Appendf(nil, format, args...)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// unit writes project-docs at version, pinned to pin, applied as applied
+// says, with Ready ready and the Canary api in its inventory.
+func (w *fluxWorld) unit(version, pin, applied, ready, reason string) {
+	w.t.Helper()
+	w.apply(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: project-docs, namespace: %[1]s}
+spec: {interval: 10m, url: "oci://registry.example/estate/docs", ref: {digest: "%[2]s"}}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: project-docs
+  namespace: %[1]s
+  annotations: {%[3]s: acme/docs, %[4]s: "%[5]s", %[6]s: "%[2]s"}
+spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-docs}}
+status:
+  lastAppliedRevision: "latest@%[7]s"
+  lastAttemptedRevision: "latest@%[2]s"
+  conditions: [{type: Ready, status: "%[8]s", reason: %[9]s, message: "as the test says", lastTransitionTime: "2026-12-02T10:00:00Z"}]
+  inventory: {entries: [{id: %[10]s_api_flagger.app_Canary, v: v1beta1}]}`,
+		w.fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, version, reporter.AnnotationDigest, applied, ready, reason, w.appNS)
+}
+
+// canary writes the Canary api in phase, its spec applied and, settled,
+// promoted, with its Deployment and primary.
+func (w *fluxWorld) canary(phase, spec string, settled bool) {
+	w.t.Helper()
+	promoted, primary := spec, "img:"+spec
+	if !settled {
+		promoted, primary = "spec-before", "img:before"
+	}
+	w.apply(`apiVersion: flagger.app/v1beta1
+kind: Canary
+metadata: {name: api, namespace: %[1]s}
+spec:
+  provider: kubernetes
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
+  service: {port: 8080}
+  analysis: {interval: 30s, iterations: 4, threshold: 3}
+status:
+  phase: %[2]s
+  lastAppliedSpec: %[3]s
+  lastPromotedSpec: %[4]s
+  conditions: [{type: Promoted, status: "Unknown", reason: %[2]s, message: "as the test says", lastUpdateTime: "%[6]s", lastTransitionTime: "%[6]s"}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: %[1]s}
+spec:
+  selector: {matchLabels: {app: api}}
+  template: {metadata: {labels: {app: api}}, spec: {containers: [{name: app, image: "img:%[3]s"}]}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api-primary, namespace: %[1]s}
+spec:
+  selector: {matchLabels: {app: api-primary}}
+  template: {metadata: {labels: {app: api-primary}}, spec: {containers: [{name: app, image: "%[5]s"}]}}`,
+		w.appNS, phase, spec, promoted, primary, time.Now().UTC().Format(time.RFC3339))
+}
+
+func (w *fluxWorld) pass() {
+	w.t.Helper()
+	if err := w.observer.Pass(context.Background()); err != nil {
+		w.t.Fatalf("pass: %v\n%s", err, w.logs)
+	}
+}
+
+func (w *fluxWorld) record(id string) rr.Record {
+	w.t.Helper()
+	s, err := w.store.Get(context.Background(), id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return s.Record
+}
+
+func (w *fluxWorld) expect(id string, state rr.State, types ...string) {
+	w.t.Helper()
+	if r := w.record(id); r.State != state {
+		w.t.Fatalf("%s is %q, want %q\n%s", id, r.State, state, w.logs)
+	}
+	if got := w.recv.Types(); !slices.Equal(got, types) {
+		w.t.Fatalf("events %v, want %v", got, types)
+	}
+}
+
+const (
+	deploying = "dev.cdeventsx.delivery-release.deploying.0.1.0"
+	failedEv  = "dev.cdeventsx.delivery-release.failed.0.1.0"
+	deployed  = "dev.cdevents.service.deployed.0.3.0"
+	upgraded  = "dev.cdevents.service.upgraded.0.3.0"
+)
+
+// TestAReleaseOnTheFluxPath walks Flux-shaped units and a Canary through
+// every state, the statuses written by the test as Flux and Flagger would.
+func TestAReleaseOnTheFluxPath(t *testing.T) {
+	w := newFluxWorld(t)
+	pin2 := "sha256:" + strings.Repeat("2", 64)
+
+	// The pin moved; Flux has not applied it: merged.
+	w.canary("Succeeded", "spec-1", true)
+	w.unit("2.1.0", pin1, pin0, "Unknown", "Progressing")
+	w.pass()
+	w.expect(idA, rr.StateMerged)
+	if r := w.record(idA); r.Image != pin1 || r.GitURL != "https://github.com/acme/docs" {
+		t.Fatalf("%+v", r)
+	}
+	// Applied, and Flagger analysing: progressing.
+	w.unit("2.1.0", pin1, pin1, "Unknown", "Progressing")
+	w.canary("Progressing", "spec-2", false)
+	w.pass()
+	w.expect(idA, rr.StateProgressing, deploying)
+	w.pass() // a repeat: nothing
+	w.expect(idA, rr.StateProgressing, deploying)
+	// Promoted and settled: healthy, with the pod hash.
+	w.canary("Succeeded", "spec-2", true)
+	w.unit("2.1.0", pin1, pin1, "True", "ReconciliationSucceeded")
+	w.pass()
+	w.expect(idA, rr.StateHealthy, deploying, deployed)
+	if r := w.record(idA); r.PodHash != "api=spec-2" {
+		t.Fatalf("pod hash %q", r.PodHash)
+	}
+	// Someone changes the member and Flagger promotes it: drift, no event.
+	w.canary("Succeeded", "spec-2b", true)
+	w.pass()
+	w.expect(idA, rr.StateHealthy, deploying, deployed)
+	if r := w.record(idA); !strings.Contains(r.Drift, "api=spec-2 to api=spec-2b") {
+		t.Fatalf("drift %q", r.Drift)
+	}
+	// The next release: merged supersedes 2.1.0; Flux fails to build it.
+	w.unit("2.2.0", pin2, pin1, "False", "BuildFailed")
+	w.pass()
+	w.expect(idB, rr.StateSyncFailed, deploying, deployed, deploying, failedEv)
+	if r := w.record(idA); r.State != rr.StateSuperseded || r.SupersededBy != idB {
+		t.Fatalf("2.1.0: %+v", r)
+	}
+	w.pass() // Flux retries and fails again: nothing more
+	w.expect(idB, rr.StateSyncFailed, deploying, deployed, deploying, failedEv)
+	// Fixed; applied; Flagger fails the Canary: aborted.
+	w.unit("2.2.0", pin2, pin2, "Unknown", "Progressing")
+	w.canary("Progressing", "spec-3", false)
+	w.pass()
+	w.expect(idB, rr.StateProgressing, deploying, deployed, deploying, failedEv)
+	w.canary("Failed", "spec-3", false)
+	w.pass()
+	w.expect(idB, rr.StateAborted, deploying, deployed, deploying, failedEv, failedEv)
+	// Flagger tries the release again and promotes it: healthy, an upgrade.
+	w.canary("Progressing", "spec-3", false)
+	w.pass()
+	w.expect(idB, rr.StateProgressing, deploying, deployed, deploying, failedEv, failedEv)
+	w.canary("Succeeded", "spec-3", true)
+	w.unit("2.2.0", pin2, pin2, "True", "ReconciliationSucceeded")
+	w.pass()
+	w.expect(idB, rr.StateHealthy, deploying, deployed, deploying, failedEv, failedEv, upgraded)
+	if got := w.record(idB); !slices.Equal(got.EmittedLive, []string{"deploying", "failed.aborted", "failed.sync-failed", "upgraded"}) {
+		t.Fatalf("sent %v", got.EmittedLive)
+	}
+}

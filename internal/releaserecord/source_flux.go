@@ -1,0 +1,211 @@
+package releaserecord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+)
+
+// The annotations beside the Rollout ones that make a unit's release a
+// rollback: the release id it undoes, and why.
+const (
+	AnnotationRollbackOf     = "delivery.jorisjonkers.dev/rollback-of"
+	AnnotationRollbackReason = "delivery.jorisjonkers.dev/rollback-reason"
+)
+
+// Flux is this product's path: the Projects' Flux units in Namespace with
+// the Rollout annotations, their OCIRepositories, the Canaries of their
+// inventory and the Release Gate's warmups, read with the Reporter's own
+// readers, so both services see a release the same way.
+type Flux struct {
+	Namespace    string
+	Cluster, Env string
+	Kube         reporter.Cluster
+	Gate         reporter.GateReader
+	Logger       *slog.Logger
+
+	mu sync.Mutex
+	// skipped keeps why each unit was last skipped, so it is logged once.
+	skipped map[string]string
+}
+
+var _ Observed = (*Flux)(nil)
+
+// Name is "flux".
+func (f *Flux) Name() string { return "flux" }
+
+// FluxUnit is what one look saw of a Project's unit.
+type FluxUnit struct {
+	Unit    reporter.UnitObject
+	Rollout reporter.Rollout
+	// Source is the unit's OCIRepository; zero when it is missing or not
+	// pinned to a digest.
+	Source  reporter.Source
+	Members []reporter.Member
+	Gate    reporter.Gate
+}
+
+// Observe reads every unit, its source and members, and the gate once
+// when a unit needs it, and says what each shows.
+func (f *Flux) Observe(ctx context.Context) ([]Fact, error) {
+	units, err := f.Kube.Units(ctx, f.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	var facts []Fact
+	var gate *reporter.Gate
+	var failed error
+	for _, u := range units {
+		rollout, err := reporter.RolloutOf(u.Annotations)
+		if errors.Is(err, reporter.ErrNoRollout) {
+			continue
+		}
+		if err == nil && u.SourceKind != "OCIRepository" {
+			err = fmt.Errorf("the unit applies a %s, not an OCIRepository", u.SourceKind)
+		}
+		if err != nil {
+			f.skip(ctx, u.Name, err.Error())
+			continue
+		}
+		view := FluxUnit{Unit: u, Rollout: rollout}
+		if view.Source, err = f.Kube.Source(ctx, u.Source.Namespace, u.Source.Name); err != nil && !errors.Is(err, reporter.ErrNotFound) {
+			failed = errors.Join(failed, err)
+			continue
+		}
+		for _, c := range u.Canaries {
+			m, err := f.Kube.Member(ctx, c)
+			if err != nil {
+				failed = errors.Join(failed, err)
+				continue
+			}
+			view.Members = append(view.Members, m)
+		}
+		if gate == nil && len(view.Members) > 0 && view.Source.Pin != "" {
+			g := reporter.Gate{}
+			if f.Gate != nil {
+				g.Warmups, err = f.Gate.Releases(ctx)
+				g.Answered = err == nil
+			}
+			gate = &g
+		}
+		if gate != nil {
+			view.Gate = *gate
+		}
+		unitFacts, err := FluxFacts(view, f.Cluster, f.Env)
+		if err != nil {
+			f.skip(ctx, u.Name, err.Error())
+			continue
+		}
+		f.skip(ctx, u.Name, "")
+		facts = append(facts, unitFacts...)
+	}
+	return facts, failed
+}
+
+// skip logs why a unit is skipped once, until the reason changes; "" says
+// it is read again.
+func (f *Flux) skip(ctx context.Context, unit, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.skipped == nil {
+		f.skipped = map[string]string{}
+	}
+	if f.skipped[unit] == why {
+		return
+	}
+	f.skipped[unit] = why
+	if why != "" {
+		f.Logger.LogAttrs(ctx, slog.LevelWarn, "unit skipped", slog.String("unit", unit), slog.String("why", why))
+	}
+}
+
+// dependencyNotReady is Flux's Ready reason for a unit that waits on
+// another: waiting, not failing.
+const dependencyNotReady = "DependencyNotReady"
+
+// FluxFacts is what a unit shows, as facts: the Rollout's release merged,
+// then at most one of a sync failure (the unit, or before it applies the pin
+// its source, not Ready on the release), Degraded with the abort flag (a
+// Canary Flagger failed), Healthy (the Reporter's test: every member
+// settled and promoted and warmed up, or a unit without members applied and
+// Ready), Degraded without it (promoted, but the warmup failed), or
+// Progressing (applied, and not through). The pod hash is each member's
+// Flagger lastAppliedSpec, on Healthy and Degraded facts alone: while a
+// release progresses or fails to sync its members' specs move one by one.
+func FluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
+	id, err := NewReleaseID(u.Unit.Project, u.Rollout.Version, cluster, env)
+	if err != nil {
+		return nil, err
+	}
+	rel := Release{ID: id, Kind: KindPromote, Image: u.Rollout.Digest, GitURL: "https://github.com/" + u.Rollout.Repository.String()}
+	if of := u.Unit.Annotations[AnnotationRollbackOf]; of != "" {
+		target, err := ParseReleaseID(of)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", AnnotationRollbackOf, err)
+		}
+		rel.Kind, rel.RollbackOf, rel.RollbackReason = KindRollback, target.String(), oneLine(u.Unit.Annotations[AnnotationRollbackReason])
+	}
+	facts := []Fact{{Release: rel, Phase: PhaseMerged}}
+	in := reporter.Input{Project: u.Unit.Project, Version: u.Rollout.Version, RolloutDigest: u.Rollout.Digest, Pin: u.Source.Pin,
+		Source: u.Source.Ready, Unit: u.Unit.Unit, Members: u.Members, Gate: u.Gate, RolloutURL: u.Rollout.URL}
+	phase := func(p Phase) Fact { return Fact{Release: rel, Phase: p, PodHash: podHash(u.Members)} }
+	ready := u.Unit.Unit.Ready
+	fluxFailed := ready.Status == "False" && ready.Reason != dependencyNotReady &&
+		reporter.RevisionDigest(u.Unit.Unit.AttemptedRevision) == u.Source.Pin
+	if !in.Pinned() {
+		return facts, nil
+	}
+	syncFailed := func(why reporter.Condition) []Fact {
+		return append(facts, Fact{Release: rel, Phase: PhaseSyncFailed, Message: why.Reason + ": " + why.Message})
+	}
+	if !in.Applied() {
+		switch {
+		case fluxFailed:
+			return syncFailed(ready), nil
+		case u.Source.Ready.Status == "False":
+			return syncFailed(u.Source.Ready), nil
+		}
+		return facts, nil
+	}
+	for _, m := range u.Members {
+		if m.State.HasCanary && m.State.Canary.Phase == release.PhaseFailed {
+			f := phase(PhaseDegraded)
+			f.Abort, f.At, f.Message = true, m.ChangedAt, m.State.Process+" rolled back: "+m.Message
+			return append(facts, f), nil
+		}
+	}
+	if fluxFailed {
+		return syncFailed(ready), nil
+	}
+	d := reporter.Decide(in)
+	switch {
+	case !d.Write:
+		return facts, nil
+	case d.Status.State == reporter.StateSuccess:
+		return append(facts, phase(PhaseHealthy)), nil
+	case d.Status.State == reporter.StateFailure:
+		f := phase(PhaseDegraded)
+		f.Message = d.Status.Description
+		return append(facts, f), nil
+	}
+	return append(facts, Fact{Release: rel, Phase: PhaseProgressing}), nil
+}
+
+// podHash joins each member's lastAppliedSpec, by member.
+func podHash(members []reporter.Member) string {
+	var parts []string
+	for _, m := range members {
+		if m.State.HasCanary && m.State.Canary.LastAppliedSpec != "" {
+			parts = append(parts, m.State.Process+"="+m.State.Canary.LastAppliedSpec)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,146 @@
+package releaserecord_test
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+	gaterelease "github.com/JorisJonkers-dev/delivery/internal/release"
+	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+)
+
+var (
+	pin1 = "sha256:" + strings.Repeat("1", 64)
+	pin0 = "sha256:" + strings.Repeat("0", 64)
+)
+
+// view is a unit of the Project docs at 2.1.0, pinned and applied, Ready,
+// with the members given.
+func view(members ...reporter.Member) rr.FluxUnit {
+	return rr.FluxUnit{
+		Unit: reporter.UnitObject{Name: "project-docs", Project: "docs", Annotations: map[string]string{}, SourceKind: "OCIRepository",
+			Source: types.NamespacedName{Namespace: "flux-system", Name: "project-docs"},
+			Unit: reporter.Unit{AppliedRevision: "latest@" + pin1, AttemptedRevision: "latest@" + pin1,
+				Ready: reporter.Condition{Status: "True", Reason: "ReconciliationSucceeded"}}},
+		Rollout: reporter.Rollout{Repository: githubapp.Repository{Owner: "acme", Name: "docs"}, Version: "2.1.0", Digest: pin1},
+		Source:  reporter.Source{Pin: pin1, Ready: reporter.Condition{Status: "True"}},
+		Members: members,
+		Gate:    reporter.Gate{Answered: true},
+	}
+}
+
+// member is a member in phase; settled promotes its spec and gives its
+// primary what its Deployment runs.
+func member(name, phase string, settled bool) reporter.Member {
+	dep := func(image string) *gaterelease.Deployment {
+		return &gaterelease.Deployment{Name: name, Containers: []gaterelease.Container{{Name: "app", Image: image}}}
+	}
+	m := reporter.Member{Namespace: "docs", State: gaterelease.MemberState{Process: name, HasCanary: true,
+		Canary: gaterelease.Canary{Name: name, Phase: phase, LastAppliedSpec: name + "-spec-new", LastPromotedSpec: name + "-spec-old"},
+		Target: dep("img:new"), Primary: dep("img:old")}, Iterations: 4, ChangedAt: t0}
+	if settled {
+		m.State.Canary.LastPromotedSpec = m.State.Canary.LastAppliedSpec
+		m.State.Primary = dep("img:new")
+	}
+	return m
+}
+
+func TestFluxFacts(t *testing.T) {
+	notPinned := view()
+	notPinned.Source.Pin = pin0
+	sourceFails := view()
+	sourceFails.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin0, Ready: reporter.Condition{Status: "True"}}
+	sourceFails.Source.Ready = reporter.Condition{Status: "False", Reason: "OCIArtifactPullFailed", Message: "unauthorized"}
+	unitFails := view()
+	unitFails.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
+		Ready: reporter.Condition{Status: "False", Reason: "BuildFailed", Message: "kustomize build failed"}}
+	waiting := view()
+	waiting.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
+		Ready: reporter.Condition{Status: "False", Reason: "DependencyNotReady"}}
+	applying := view()
+	applying.Unit.Unit.Ready = reporter.Condition{Status: "Unknown", Reason: "Progressing"}
+	failedAfterApply := view(member("api", gaterelease.PhaseSucceeded, true))
+	failedAfterApply.Unit.Unit.Ready = reporter.Condition{Status: "False", Reason: "HealthCheckFailed", Message: "timeout"}
+	gated := member("api", gaterelease.PhaseSucceeded, true)
+	gated.State.Canary.Webhooks = []map[string]string{{"application": "docs", "revision": "sha256:" + strings.Repeat("a", 64)}}
+	warmupFailed := view(gated)
+	warmupFailed.Gate.Warmups = map[string]reporter.Warmup{"docs/docs": {Revision: "sha256:" + strings.Repeat("a", 64),
+		Failed: &reporter.WarmupFailure{Request: "GET /", Status: 500}}}
+	warming := view(gated)
+	failed := member("ui", gaterelease.PhaseFailed, false)
+	failed.Message = "canary analysis failed"
+	rollback := view()
+	rollback.Unit.Annotations = map[string]string{rr.AnnotationRollbackOf: idB, rr.AnnotationRollbackReason: "error\nrate"}
+	badRollback := view()
+	badRollback.Unit.Annotations = map[string]string{rr.AnnotationRollbackOf: "docs"}
+	badProject := view()
+	badProject.Unit.Project = "Docs"
+
+	for _, tc := range []struct {
+		name    string
+		unit    rr.FluxUnit
+		phase   rr.Phase // "" for the merged fact alone
+		abort   bool
+		podHash string
+		message string
+		err     string
+	}{
+		{name: "the source not pinned to the Rollout yet: merged alone", unit: notPinned},
+		{name: "the source cannot pull the pin: a sync failure", unit: sourceFails, phase: rr.PhaseSyncFailed, message: "OCIArtifactPullFailed: unauthorized"},
+		{name: "the unit fails on the release: a sync failure", unit: unitFails, phase: rr.PhaseSyncFailed, message: "BuildFailed: kustomize build failed"},
+		{name: "the unit waits on another: merged alone", unit: waiting},
+		{name: "applied, no members, not Ready yet: progressing", unit: applying, phase: rr.PhaseProgressing},
+		{name: "applied, no members, Ready: healthy", unit: view(), phase: rr.PhaseHealthy},
+		{name: "a Canary analysing: progressing, no pod hash", unit: view(member("api", gaterelease.PhaseProgressing, false), member("ui", gaterelease.PhaseSucceeded, true)), phase: rr.PhaseProgressing},
+		{name: "every member settled and promoted: healthy with the pod hash", unit: view(member("ui", gaterelease.PhaseSucceeded, true), member("api", gaterelease.PhaseInitialized, true)),
+			phase: rr.PhaseHealthy, podHash: "api=api-spec-new,ui=ui-spec-new"},
+		{name: "a member settled but not promoted: progressing", unit: view(member("api", gaterelease.PhaseSucceeded, false)), phase: rr.PhaseProgressing},
+		{name: "a Canary failed: degraded with the abort flag", unit: view(member("api", gaterelease.PhaseSucceeded, true), failed),
+			phase: rr.PhaseDegraded, abort: true, podHash: "api=api-spec-new,ui=ui-spec-new", message: "ui rolled back: canary analysis failed"},
+		{name: "Flux fails after applying: a sync failure", unit: failedAfterApply, phase: rr.PhaseSyncFailed, message: "HealthCheckFailed: timeout"},
+		{name: "the warmup failed: degraded without the abort flag", unit: warmupFailed, phase: rr.PhaseDegraded, podHash: "api=api-spec-new", message: "warmup failed"},
+		{name: "the gate warming up: progressing", unit: warming, phase: rr.PhaseProgressing},
+		{name: "a malformed rollback-of", unit: badRollback, err: "rollback-of"},
+		{name: "a Project that is no app name", unit: badProject, err: "malformed release id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			facts, err := rr.FluxFacts(tc.unit, "prod-eu", "prod")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("%v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || len(facts) == 0 || facts[0].Phase != rr.PhaseMerged {
+				t.Fatalf("%+v %v", facts, err)
+			}
+			m := facts[0].Release
+			if m.ID.String() != idA || m.Image != pin1 || m.GitURL != "https://github.com/acme/docs" || m.Kind != rr.KindPromote {
+				t.Fatalf("merged %+v", m)
+			}
+			if tc.phase == "" {
+				if len(facts) != 1 {
+					t.Fatalf("%+v", facts)
+				}
+				return
+			}
+			if len(facts) != 2 {
+				t.Fatalf("%d facts: %+v", len(facts), facts)
+			}
+			f := facts[1]
+			if f.Phase != tc.phase || f.Abort != tc.abort || f.PodHash != tc.podHash || !strings.Contains(f.Message, tc.message) || f.Release.ID != m.ID {
+				t.Fatalf("%+v", f)
+			}
+			if f.Abort && !f.At.Equal(t0) {
+				t.Fatalf("a failure's time %v", f.At)
+			}
+		})
+	}
+	facts, err := rr.FluxFacts(rollback, "prod-eu", "prod")
+	if err != nil || facts[0].Release.Kind != rr.KindRollback || facts[0].Release.RollbackOf != idB || facts[0].Release.RollbackReason != "error rate" {
+		t.Fatalf("a rollback: %+v %v", facts, err)
+	}
+}
