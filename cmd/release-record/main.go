@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
+	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
+	"github.com/JorisJonkers-dev/delivery/internal/periodic"
+	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+func main() {
+	kubeclient.LogAsJSON(os.Stderr)
+	ctx, stop := server.SignalContext(context.Background())
+	code := run(ctx, os.Args[1:], os.Getenv, time.Now, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// DefaultGateURL is the Release Gate in the worked estate.
+const DefaultGateURL = "http://release-gate.delivery-system.svc.cluster.local:8080"
+
+// config is everything the service reads from its environment.
+type config struct {
+	cluster, env    string
+	recordNamespace string
+	mode            releaserecord.Mode
+	sink            string
+	token           string
+	namespaces      *regexp.Regexp
+	observeFlux     bool
+	fluxNamespace   string
+	hmacKey         []byte
+	gateURL         string
+	interval        time.Duration
+	addr            string
+}
+
+// service is the release record as its --help tells it.
+var service = cli.Service{
+	Name: "release-record",
+	Summary: "release-record keeps one record per release and sends the release events its facts make due as CDEvents:\n" +
+		"it looks at the Flux units, their sources and Canaries, and takes Argo Rollouts' and Argo CD's notifications.",
+	Variables: slices.Concat([]settings.Variable{
+		{Name: "CLUSTER_NAME", Default: settings.Required, Meaning: "the cluster every release id it records names (a DNS label)"},
+		{Name: "ENVIRONMENT", Default: settings.Required, Meaning: "the env every release id it records names (a DNS label)"},
+		{Name: "RECORD_NAMESPACE", Default: "delivery-system", Meaning: "where the records (ConfigMaps release-<hash>) are kept"},
+		{Name: "FACTS_MODE", Default: "emit", Meaning: "emit sends the events to CDEVENTS_SINK; shadow logs each as shadow-event and sends nothing"},
+		{Name: "CDEVENTS_SINK", Default: "required in emit mode", Meaning: "the http(s) URL the CloudEvents are posted to"},
+		{Name: "FACTS_TOKEN", Default: settings.Unset, Meaning: "the bearer token of POST /facts/<cluster> and /argocd/<cluster>; unset, both answer 401"},
+		{Name: "ALLOWED_NAMESPACES", Default: ".*", Meaning: "a pushed fact's namespace must match this regular expression whole, else it is ignored"},
+		{Name: "FLUX_OBSERVE", Default: "true", Meaning: "look at the Flux units (true) or take pushed facts alone (false)"},
+		{Name: "FLUX_NAMESPACE", Default: "flux-system", Meaning: "where the units project-<project> are"},
+		{Name: "FLUX_WEBHOOK_HMAC_KEY", Default: settings.Unset, Meaning: "set, POST /flux needs the generic-hmac X-Signature under this key, else 401"},
+		{Name: "GATE_URL", Default: DefaultGateURL, Meaning: "the Release Gate's root, for its warmups"},
+		{Name: "INTERVAL", Default: "30s", Meaning: "time between looks at the units (Go duration)"},
+		{Name: "ADDR", Default: ":8080", Meaning: "where the facts, the prompts, /fresh, /healthz and /readyz are served"},
+	}, kubeclient.Variables),
+}
+
+func loadConfig(getenv func(string) string) (config, error) {
+	s := settings.New(getenv)
+	cfg := config{
+		cluster: s.Required("CLUSTER_NAME"), env: s.Required("ENVIRONMENT"),
+		recordNamespace: s.String("RECORD_NAMESPACE", "delivery-system"),
+		mode:            releaserecord.Mode(s.String("FACTS_MODE", string(releaserecord.ModeEmit))),
+		token:           getenv("FACTS_TOKEN"),
+		fluxNamespace:   s.String("FLUX_NAMESPACE", "flux-system"),
+		hmacKey:         []byte(getenv("FLUX_WEBHOOK_HMAC_KEY")),
+		gateURL:         s.String("GATE_URL", DefaultGateURL),
+		interval:        s.Duration("INTERVAL", 30*time.Second),
+		addr:            s.Address("ADDR", ":8080"),
+	}
+	observe := s.String("FLUX_OBSERVE", "true")
+	pattern := s.String("ALLOWED_NAMESPACES", ".*")
+	if cfg.mode == releaserecord.ModeEmit {
+		cfg.sink = s.Required("CDEVENTS_SINK")
+	}
+	if err := s.Err(); err != nil {
+		return config{}, err
+	}
+	if _, err := releaserecord.NewReleaseID("app", "1", cfg.cluster, cfg.env); err != nil {
+		return config{}, fmt.Errorf("CLUSTER_NAME and ENVIRONMENT: %q and %q are not both DNS labels", cfg.cluster, cfg.env)
+	}
+	switch observe {
+	case "true", "false":
+		cfg.observeFlux = observe == "true"
+	default:
+		return config{}, fmt.Errorf("FLUX_OBSERVE: %q is not true or false", observe)
+	}
+	if cfg.mode != releaserecord.ModeEmit && cfg.mode != releaserecord.ModeShadow {
+		return config{}, fmt.Errorf("FACTS_MODE: %q is not emit or shadow", cfg.mode)
+	}
+	var err error
+	if cfg.namespaces, err = regexp.Compile(`^(?:` + pattern + `)$`); err != nil {
+		return config{}, fmt.Errorf("ALLOWED_NAMESPACES: %q is not a regular expression", pattern)
+	}
+	for name, raw := range map[string]string{"CDEVENTS_SINK": cfg.sink, "GATE_URL": cfg.gateURL} {
+		if u, err := url.Parse(raw); raw != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil) {
+			return config{}, fmt.Errorf("%s: %q is not an http(s) URL without credentials", name, raw)
+		}
+	}
+	return cfg, nil
+}
+
+// run answers --help and --version, or starts the service and serves until
+// ctx ends; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, logs io.Writer) int {
+	if code, answered := service.Answer(args, stdout, logs); answered {
+		return code
+	}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		logger.Error("bad configuration", slog.String("error", err.Error()))
+		return 1
+	}
+	svc, observer, err := build(cfg, getenv, now, logger)
+	if err != nil {
+		logger.Error("cannot start", slog.String("error", err.Error()))
+		return 1
+	}
+	loop := &periodic.Loop{Interval: cfg.interval, Pass: observer.Pass, Now: now, Logger: logger, Name: "look"}
+	prompts := &releaserecord.Prompts{HMACKey: cfg.hmacKey, Prompt: loop.Prompt}
+	if !cfg.observeFlux {
+		prompts.Prompt = func() {}
+	}
+	facts := &releaserecord.Facts{Service: svc, Cluster: cfg.cluster, Env: cfg.env, Token: cfg.token, Namespaces: cfg.namespaces,
+		Sources: []releaserecord.Pushed{releaserecord.Rollouts{}, releaserecord.ArgoCD{}}, Logger: logger}
+	logger.Info("release-record started", slog.String("cluster", cfg.cluster), slog.String("env", cfg.env),
+		slog.String("records", cfg.recordNamespace), slog.String("mode", string(cfg.mode)), slog.Bool("observeFlux", cfg.observeFlux))
+	serve := func(ctx context.Context) error {
+		return server.ListenAndServe(ctx, cfg.addr, server.Config{
+			Logger: logger,
+			Routes: func(mux *http.ServeMux) {
+				if cfg.observeFlux {
+					mux.HandleFunc("GET /fresh", loop.FreshHandler)
+				}
+				prompts.Routes(mux)
+				facts.Routes(mux)
+			},
+		})
+	}
+	if cfg.observeFlux {
+		err = loop.RunBeside(ctx, serve)
+	} else {
+		err = serve(ctx)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error("server stopped", slog.String("error", err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// build connects to the cluster (KUBECONFIG, else the in-cluster
+// ServiceAccount) for the records and the units, and to the sink.
+func build(cfg config, getenv func(string) string, now func() time.Time, logger *slog.Logger) (*releaserecord.Service, *releaserecord.Observer, error) {
+	rest, err := kubeclient.Config(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := releaserecord.NewKubeStore(rest, cfg.recordNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sink releaserecord.Sink = releaserecord.ShadowSink{Logger: logger}
+	if cfg.mode == releaserecord.ModeEmit {
+		if sink, err = releaserecord.NewCloudEventsSink(cfg.sink); err != nil {
+			return nil, nil, err
+		}
+	}
+	svc := &releaserecord.Service{Store: store, Sink: sink, Logger: logger, Now: now}
+	kube, err := reporter.NewKube(rest)
+	if err != nil {
+		return nil, nil, err
+	}
+	flux := &releaserecord.Flux{Namespace: cfg.fluxNamespace, Cluster: cfg.cluster, Env: cfg.env, Kube: kube,
+		Gate: reporter.NewGateClient(cfg.gateURL), Logger: logger}
+	return svc, &releaserecord.Observer{Source: flux, Service: svc, Logger: logger}, nil
+}

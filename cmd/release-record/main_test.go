@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
+	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+const (
+	pin      = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	token    = "facts-token-for-the-tests"
+	hmacKey  = "hmac-key-for-the-tests"
+	rbacFile = "../../deploy/release-record/rbac.yaml"
+)
+
+// started is the binary running under its grant, on a free address.
+type started struct {
+	t    *testing.T
+	addr string
+	logs *testenv.LogBuffer
+	done chan int
+	stop context.CancelFunc
+}
+
+func start(t *testing.T, env map[string]string) *started {
+	t.Helper()
+	addr, err := testenv.FreeAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["ADDR"] = addr
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{t: t, addr: addr, logs: &testenv.LogBuffer{}, done: make(chan int, 1), stop: cancel}
+	go func() { s.done <- run(ctx, nil, testenv.Getenv(env), time.Now, io.Discard, s.logs) }()
+	s.eventually("the server answers", func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	return s
+}
+
+func (s *started) eventually(what string, ok func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s never happened; logs:\n%s", what, s.logs)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func (s *started) post(path string, header map[string]string, body string) (int, string) {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+path, strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get(releaserecord.EffectHeader) + " " + string(raw)
+}
+
+func (s *started) end() {
+	s.t.Helper()
+	s.stop()
+	select {
+	case code := <-s.done:
+		if code != 0 {
+			s.t.Fatalf("exit %d; logs:\n%s", code, s.logs)
+		}
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("did not stop")
+	}
+}
+
+// grant applies the RBAC file with the records in recordNS and waits until
+// the API server's authoriser has it; it returns the kubeconfig acting as
+// the ServiceAccount.
+func grant(t *testing.T, cp *testenv.ControlPlane, recordNS string) string {
+	t.Helper()
+	kubeconfig := cp.GrantKubeconfig(t, rbacFile, "delivery-system", "release-record", "delivery-system # RECORD_NAMESPACE", recordNS+" # RECORD_NAMESPACE")
+	kube, err := kubernetes.NewForConfig(cp.As("delivery-system", "release-record"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := kube.CoreV1().ConfigMaps(recordNS).List(context.Background(), metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return kubeconfig
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the grant never took: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func sign(body string) string {
+	mac := hmac.New(sha256.New, []byte(hmacKey))
+	mac.Write([]byte(body))
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// TestRunUnderItsGrant runs the binary whole: it looks at a Flux unit at
+// start and again on a signed /flux, takes an Argo Rollouts fact, and sends
+// every event to a real CloudEvents receiver.
+func TestRunUnderItsGrant(t *testing.T) {
+	cp := testenv.Shared(t)
+	ctx := context.Background()
+	fluxNS, recordNS := cp.Namespace(t), cp.Namespace(t)
+	kubeconfig := grant(t, cp, recordNS)
+	applyUnit := func(version, applied, ready string) {
+		t.Helper()
+		if _, err := cp.Apply(ctx, fmt.Appendf(nil, `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: project-docs, namespace: %[1]s}
+spec: {interval: 10m, url: "oci://registry.example/estate/docs", ref: {digest: "%[2]s"}}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: project-docs
+  namespace: %[1]s
+  annotations: {%[3]s: acme/docs, %[4]s: "%[6]s", %[5]s: "%[2]s"}
+spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-docs}}
+status:
+  lastAppliedRevision: "%[7]s"
+  lastAttemptedRevision: "latest@%[2]s"
+  conditions: [{type: Ready, status: "%[8]s", reason: Progressing, message: "", lastTransitionTime: "2026-12-02T10:00:00Z"}]`,
+			fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, reporter.AnnotationDigest, version, applied, ready)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applyUnit("2.1.0", "", "Unknown")
+	recv := cdeventstest.Start(t)
+	s := start(t, map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "RECORD_NAMESPACE": recordNS, "CDEVENTS_SINK": recv.URL,
+		"FACTS_TOKEN": token, "ALLOWED_NAMESPACES": "docs|shop", "FLUX_NAMESPACE": fluxNS, "FLUX_WEBHOOK_HMAC_KEY": hmacKey,
+		"GATE_URL": "http://127.0.0.1:1", "INTERVAL": "1h", "KUBECONFIG": kubeconfig})
+	record := func(id string) releaserecord.Record {
+		got, err := cp.Kube.CoreV1().ConfigMaps(recordNS).Get(ctx, releaserecord.RecordName(id), metav1.GetOptions{})
+		if err != nil {
+			return releaserecord.Record{}
+		}
+		r, _ := releaserecord.DecodeRecord(got.Name, got.Data)
+		return r
+	}
+	const flux = "docs@2.1.0:prod-eu/prod"
+	s.eventually("the first look's record", func() bool { return record(flux).State == releaserecord.StateMerged })
+
+	// An unsigned or wrongly signed /flux is refused; a signed one prompts.
+	event := `{"involvedObject":{"kind":"Kustomization","name":"project-docs"},"reason":"ReconciliationSucceeded"}`
+	if code, _ := s.post("/flux", nil, event); code != http.StatusUnauthorized {
+		t.Fatalf("an unsigned /flux: %d", code)
+	}
+	if code, _ := s.post("/flux", map[string]string{"X-Signature": sign("{}")}, event); code != http.StatusUnauthorized {
+		t.Fatalf("a /flux signed over another body: %d", code)
+	}
+	applyUnit("2.1.0", "latest@"+pin, "True")
+	if code, _ := s.post("/flux", map[string]string{"X-Signature": sign(event)}, event); code != http.StatusAccepted {
+		t.Fatalf("a signed /flux: %d", code)
+	}
+	s.eventually("healthy", func() bool { return record(flux).State == releaserecord.StateHealthy })
+	if code, _ := s.post("/flagger", nil, `{"name":"api","phase":"Succeeded"}`); code != http.StatusAccepted {
+		t.Fatalf("/flagger: %d", code)
+	}
+
+	// Argo Rollouts: a fact for a release with no record is ignored; the
+	// token is required.
+	bearer := map[string]string{"Authorization": "Bearer " + token}
+	fact := `{"namespace":"shop","name":"api","releaseId":"api@1.4.0:prod-eu/prod","phase":"Healthy","aborted":false,"podTemplateHash":"6d4f9c7b8","generation":"3","observedGeneration":"3","message":""}`
+	if code, _ := s.post("/facts/prod-eu", nil, fact); code != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", code)
+	}
+	if code, body := s.post("/facts/prod-eu", bearer, fact); code != http.StatusAccepted || !strings.HasPrefix(body, "ignored") || !strings.Contains(body, "no record") {
+		t.Fatalf("an unknown record: %d %s", code, body)
+	}
+	merged := `{"namespace":"shop","name":"api-prod","app":"api","env":"prod","releaseId":"api@1.4.0:prod-eu/prod","rollbackOf":"","image":"ghcr.io/acme/api:1.4.0","operationPhase":"Running","retryCount":0,"message":"","revision":"abc","repoURL":"https://github.com/acme/api"}`
+	if code, body := s.post("/argocd/prod-eu", bearer, merged); code != http.StatusOK {
+		t.Fatalf("merged by Argo CD: %d %s", code, body)
+	}
+	if code, body := s.post("/facts/prod-eu", bearer, fact); code != http.StatusOK || !strings.HasPrefix(body, "applied") || !strings.Contains(body, `"state":"healthy"`) {
+		t.Fatalf("healthy: %d %s", code, body)
+	}
+	if code, body := s.post("/facts/prod-us", bearer, fact); code != http.StatusBadRequest {
+		t.Fatalf("another cluster: %d %s", code, body)
+	}
+	got := recv.WaitFor(t, 4, 10*time.Second)
+	var types []string
+	for _, e := range got {
+		types = append(types, releaserecord.TypeOf(e.CDEvent).String())
+	}
+	want := []string{"dev.cdeventsx.delivery-release.deploying.0.1.0", "dev.cdevents.service.deployed.0.3.0",
+		"dev.cdeventsx.delivery-release.deploying.0.1.0", "dev.cdevents.service.deployed.0.3.0"}
+	if !slices.Equal(types, want) {
+		t.Fatalf("events %v", types)
+	}
+	resp, err := http.Get("http://" + s.addr + "/fresh")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/fresh: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	s.end()
+}
+
+// TestShadowModeSendsNothing: with FACTS_MODE=shadow and no sink, a pushed
+// fact's events are logged as shadow-event and kept in emittedShadow.
+func TestShadowModeSendsNothing(t *testing.T) {
+	cp := testenv.Shared(t)
+	recordNS := cp.Namespace(t)
+	kubeconfig := grant(t, cp, recordNS)
+	s := start(t, map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "RECORD_NAMESPACE": recordNS, "FACTS_MODE": "shadow",
+		"FACTS_TOKEN": token, "FLUX_OBSERVE": "false", "KUBECONFIG": kubeconfig})
+	bearer := map[string]string{"Authorization": "Bearer " + token}
+	merged := `{"namespace":"shop","name":"api-prod","app":"api","env":"prod","releaseId":"api@1.4.0:prod-eu/prod","rollbackOf":"","image":"","operationPhase":"Succeeded","retryCount":0,"message":"","revision":"abc","repoURL":""}`
+	failed := `{"namespace":"shop","name":"api-prod","app":"api","env":"prod","releaseId":"","rollbackOf":"","image":"","operationPhase":"Failed","retryCount":3,"message":"one or more objects failed to apply","revision":"abc","repoURL":""}`
+	for _, body := range []string{merged, failed} {
+		if code, answer := s.post("/argocd/prod-eu", bearer, body); code != http.StatusOK {
+			t.Fatalf("%d %s", code, answer)
+		}
+	}
+	if n := strings.Count(s.logs.String(), `"msg":"shadow-event"`); n != 2 {
+		t.Fatalf("%d shadow-event lines:\n%s", n, s.logs)
+	}
+	cm, err := cp.Kube.CoreV1().ConfigMaps(recordNS).Get(context.Background(), releaserecord.RecordName("api@1.4.0:prod-eu/prod"), metav1.GetOptions{})
+	if err != nil || cm.Data["emittedShadow"] != "deploying,failed.sync-failed" || cm.Data["emittedLive"] != "" || cm.Data["state"] != "sync-failed" {
+		t.Fatalf("%v %v", cm.Data, err)
+	}
+	if code, _ := s.post("/flux", nil, "{}"); code != http.StatusAccepted {
+		t.Fatal("/flux without observing")
+	}
+	s.end()
+}
+
+func TestBadConfigurationStopsAtStart(t *testing.T) {
+	good := map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "CDEVENTS_SINK": "http://sink.example/"}
+	cfg, err := loadConfig(testenv.Getenv(good))
+	if err != nil || cfg.recordNamespace != "delivery-system" || cfg.mode != releaserecord.ModeEmit || cfg.fluxNamespace != "flux-system" ||
+		cfg.interval != 30*time.Second || cfg.addr != ":8080" || cfg.gateURL != DefaultGateURL || !cfg.observeFlux || !cfg.namespaces.MatchString("any") {
+		t.Fatalf("defaults: %+v %v", cfg, err)
+	}
+	for name, change := range map[string][2]string{
+		"no cluster":           {"CLUSTER_NAME", ""},
+		"no environment":       {"ENVIRONMENT", ""},
+		"a cluster no label":   {"CLUSTER_NAME", "Prod EU"},
+		"no sink in emit":      {"CDEVENTS_SINK", ""},
+		"a sink not http":      {"CDEVENTS_SINK", "sink.example:80"},
+		"a sink with a login":  {"CDEVENTS_SINK", "https://user:pw@sink.example/"},
+		"an unknown mode":      {"FACTS_MODE", "loud"},
+		"a pattern that fails": {"ALLOWED_NAMESPACES", "("},
+		"observe neither":      {"FLUX_OBSERVE", "maybe"},
+		"an interval":          {"INTERVAL", "soon"},
+		"a gate not http":      {"GATE_URL", "release-gate:8080"},
+	} {
+		env := map[string]string{}
+		for k, v := range good {
+			env[k] = v
+		}
+		env[change[0]] = change[1]
+		logs := &testenv.LogBuffer{}
+		if code := run(context.Background(), nil, testenv.Getenv(env), time.Now, io.Discard, logs); code != 1 {
+			t.Errorf("%s: exit %d", name, code)
+		}
+		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) {
+			t.Errorf("%s: log %q", name, logs)
+		}
+	}
+	// Shadow mode needs no sink.
+	if _, err := loadConfig(testenv.Getenv(map[string]string{"CLUSTER_NAME": "c", "ENVIRONMENT": "e", "FACTS_MODE": "shadow"})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNoClusterStopsAtStart(t *testing.T) {
+	env := map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "CDEVENTS_SINK": "http://sink.example/",
+		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
+	logs := &testenv.LogBuffer{}
+	if code := run(context.Background(), nil, testenv.Getenv(env), time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+		t.Fatalf("exit %d, log %q", code, logs)
+	}
+}
+
+// variables are the variables the table in docs/release-record.md names.
+var variables = []string{"CLUSTER_NAME", "ENVIRONMENT", "RECORD_NAMESPACE", "FACTS_MODE", "CDEVENTS_SINK", "FACTS_TOKEN",
+	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "INTERVAL", "ADDR", "KUBECONFIG"}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, "release-record", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+		return run(context.Background(), args, getenv, time.Now, stdout, stderr)
+	}, variables)
+}
+
+// TestHelpNamesEveryVariableItReads starts it with a configuration that
+// stops only at the cluster, the last thing it reads.
+func TestHelpNamesEveryVariableItReads(t *testing.T) {
+	env := clitest.Record(map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "CDEVENTS_SINK": "http://sink.example/",
+		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")})
+	logs := &testenv.LogBuffer{}
+	if code := run(context.Background(), nil, env.Getenv, time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+		t.Fatalf("exit %d, log %q", code, logs)
+	}
+	env.Named(t, variables)
+}
