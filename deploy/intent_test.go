@@ -25,14 +25,14 @@ const intentFile = "delivery.project.yml"
 // intent is the part of a Project Intent these tests read.
 type intent struct {
 	Applications []struct {
-		ID        string `json:"id"`
+		ID        string    `json:"id"`
 		Processes []process `json:"processes"`
 	} `json:"applications"`
 }
 
 type process struct {
-	Name      string `json:"name"`
-	Image     string `json:"image"`
+	Name      string           `json:"name"`
+	Image     string           `json:"image"`
 	Provides  map[string]int32 `json:"provides"`
 	DependsOn []struct {
 		Application string `json:"application"`
