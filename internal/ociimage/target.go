@@ -30,6 +30,7 @@ var targets = []Target{
 	{Name: "release-gate", Command: "release-gate", Description: "The Release Gate: answers Flagger's webhooks and tends every gated Application"},
 	{Name: "collector", Command: "collector", Description: "The Collector: commits the facts only the cluster knows to the Estate repository"},
 	{Name: "reporter", Command: "reporter", Description: "The Reporter: reports every release to GitHub as a Deployment status"},
+	{Name: "release-record", Command: "release-record", Description: "The release record: one record per release, and its events sent as CDEvents"},
 	{Name: "vault-policy", Command: "vault-policy", Description: "The job that applies the Vault policies and roles deploy-kit renders"},
 	{Name: "postgres-catalog", Command: "postgres-catalog", Description: "The job that applies a PostgreSQL server's database catalog"},
 	{Name: "garage-catalog", Command: "garage-catalog", Description: "The job that applies the bucket catalog to Garage"},

@@ -47,7 +47,7 @@ func TestImagesRunUnderPodman(t *testing.T) {
 				t.Errorf("%s from the layout: --help %v\n%s%s", target.Name, err, stdout, stderr)
 			}
 			switch target.Name {
-			case "release-gate", "collector", "reporter":
+			case "release-gate", "collector", "reporter", "release-record":
 				serve(t, p, secrets, target.Name, ref)
 			case "backup-files":
 				backupFiles(t, p, secrets, ref)
@@ -89,7 +89,8 @@ func checkCommandLine(t *testing.T, p *podman, target ociimage.Target, ref, vers
 
 // serve starts a service's image with what its guide says it needs: a
 // kubeconfig under the service's own grant and, for the Collector and the
-// Reporter, a GitHub App (the fake).
+// Reporter, a GitHub App (the fake). Nothing it would call but the API
+// server and the fake answers: the services still serve.
 func serve(t *testing.T, p *podman, secrets, name, ref string) {
 	t.Helper()
 	cp := testenv.Shared(t)
@@ -105,6 +106,13 @@ func serve(t *testing.T, p *podman, secrets, name, ref string) {
 		flaggerNS := cp.Namespace(t)
 		kubeconfig = cp.GrantKubeconfig(t, rbac, "delivery-system", name, "delivery-system # FLAGGER_NAMESPACE", flaggerNS)
 		env["FLAGGER_NAMESPACE"] = flaggerNS
+	case "release-record":
+		recordNS := cp.Namespace(t)
+		kubeconfig = cp.GrantKubeconfig(t, rbac, "delivery-system", name, "delivery-system # RECORD_NAMESPACE", recordNS+" # RECORD_NAMESPACE")
+		for k, v := range map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "RECORD_NAMESPACE": recordNS,
+			"CDEVENTS_SINK": "http://127.0.0.1:1/", "FLUX_NAMESPACE": cp.Namespace(t), "GATE_URL": "http://127.0.0.1:1", "INTERVAL": "1h"} {
+			env[k] = v
+		}
 	default:
 		kubeconfig = cp.GrantKubeconfig(t, rbac, "delivery-system", name)
 		fake := fakegithub.New(t)
