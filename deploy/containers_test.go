@@ -208,16 +208,24 @@ func service(t *testing.T, o objects, name string) *corev1.Service {
 	return nil
 }
 
-// TestReleaseGateReplicasAndAddress holds the gate to one replica for now,
-// named on its Lease by its pod's name, never none through a rollout, its
+// TestReleaseGateReplicasAndAddress holds the gate to two replicas spread
+// over the nodes with a PodDisruptionBudget keeping one, each named on its
+// Lease by its pod's name, never none through a rollout, its
 // Service keeping a caller on one replica (the notes of what the members
 // asked live in the replica asked), and to the address deploy-kit's Canary
 // webhooks and the Reporter name it by.
 func TestReleaseGateReplicasAndAddress(t *testing.T) {
 	for set, o := range builds(t) {
 		d := o.deployment(t, "release-gate")
-		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-			t.Errorf("%s: the gate runs %v replicas, not one", set, d.Spec.Replicas)
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+			t.Errorf("%s: the gate runs %v replicas, not two", set, d.Spec.Replicas)
+		}
+		if spread := d.Spec.Template.Spec.TopologySpreadConstraints; len(spread) != 1 || spread[0].TopologyKey != "kubernetes.io/hostname" {
+			t.Errorf("%s: the gate's replicas are not spread over the nodes: %+v", set, spread)
+		}
+		if pdb := o.pdb(t, "release-gate"); pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 ||
+			pdb.Spec.Selector == nil || pdb.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "release-gate" {
+			t.Errorf("%s: no PodDisruptionBudget keeps one gate: %+v", set, pdb.Spec)
 		}
 		if r := d.Spec.Strategy.RollingUpdate; d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType ||
 			r == nil || r.MaxUnavailable == nil || r.MaxUnavailable.IntValue() != 0 {

@@ -19,6 +19,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -80,6 +81,7 @@ type objects struct {
 	clusterBinds []*rbacv1.ClusterRoleBinding
 	roles        []*rbacv1.Role
 	roleBinds    []*rbacv1.RoleBinding
+	budgets      []*policyv1.PodDisruptionBudget
 }
 
 var decoder = serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
@@ -127,6 +129,8 @@ func decode(t *testing.T, what string, stream []byte) objects {
 			o.roles = append(o.roles, v)
 		case *rbacv1.RoleBinding:
 			o.roleBinds = append(o.roleBinds, v)
+		case *policyv1.PodDisruptionBudget:
+			o.budgets = append(o.budgets, v)
 		}
 	}
 	return o
@@ -182,6 +186,17 @@ func (o objects) workloads() []workload {
 		ws = append(ws, workload{"CronJob", c.Namespace, c.Name, c.Spec.JobTemplate.Spec.Template.Labels, c.Spec.JobTemplate.Spec.Template.Spec})
 	}
 	return ws
+}
+
+func (o objects) pdb(t *testing.T, name string) *policyv1.PodDisruptionBudget {
+	t.Helper()
+	for _, b := range o.budgets {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("no PodDisruptionBudget %s", name)
+	return nil
 }
 
 func (o objects) deployment(t *testing.T, name string) *appsv1.Deployment {
@@ -308,4 +323,4 @@ func equalObjects(t *testing.T, a, b runtime.Object) bool {
 
 var canonicalJSON = serializer.NewCodecFactory(clientgoscheme.Scheme).LegacyCodec(
 	appsv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, corev1.SchemeGroupVersion,
-	networkingv1.SchemeGroupVersion, rbacv1.SchemeGroupVersion)
+	networkingv1.SchemeGroupVersion, rbacv1.SchemeGroupVersion, policyv1.SchemeGroupVersion)

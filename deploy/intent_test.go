@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// deployKitSpec is deploy-kit's published spec, beside the repository.
-const deployKitSpec = "../../shared/reference/deploy-kit/spec/v1"
+// deployKitSpec is deploy-kit's published spec, vendored at the ref third_party/deploy-kit/REF names.
+const deployKitSpec = "../third_party/deploy-kit/spec/v1"
 
 // intentFile is the delivery project's Project Intent.
 const intentFile = "delivery.project.yml"
@@ -98,7 +98,7 @@ func readSpecJSON(t *testing.T, rel string) map[string]any {
 	file := filepath.Join(filepath.FromSlash(deployKitSpec), filepath.FromSlash(rel))
 	raw, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatalf("deploy-kit's %s is absent (%v): the repository must be checked out with shared/reference/deploy-kit/ beside it", rel, err)
+		t.Fatalf("deploy-kit's %s is absent (%v): refresh the vendored copy (third_party/deploy-kit/README.md)", rel, err)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil {
