@@ -60,7 +60,9 @@ func TestEntrypointAndPackage(t *testing.T) {
 		}
 	}
 	// Targets hands out copies: changing one changes no later call's.
-	files := func(ts []Target) int { return slices.IndexFunc(ts, func(t Target) bool { return t.Name == "backup-files" }) }
+	files := func(ts []Target) int {
+		return slices.IndexFunc(ts, func(t Target) bool { return t.Name == "backup-files" })
+	}
 	first := Targets()
 	first[files(first)].Args[0] = "changed"
 	if again := Targets(); again[files(again)].Args[0] == "changed" {

@@ -86,6 +86,7 @@ func WriteLayout(dir string, images []Named) error {
 	}
 	// layout.Write makes its two files executable; they are documents.
 	for _, f := range []string{"index.json", "oci-layout"} {
+		//nolint:gosec // readable by anyone, as the archives beside them are
 		if err := os.Chmod(filepath.Join(dir, f), 0o644); err != nil {
 			return fmt.Errorf("write the layout: %w", err)
 		}
