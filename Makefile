@@ -38,9 +38,8 @@ test: test-deps
 lint:
 	"$$(scripts/test-binaries.sh lint)" run ./...
 
-## check: everything CI holds a change to: the vendored contracts, the generated types, the secret scan, lint and the tests
-# (`make images` joins it once that target is in this Makefile.)
-check: schemas-check gen-check secret-scan lint test
+## check: everything CI holds a change to: the vendored contracts, the generated types, the secret scan, lint, the tests and the images
+check: schemas-check gen-check secret-scan lint test images
 
 ## schemas-check: fail when third_party/ differs from the reference folder beside the repository (passes, saying so, where it is absent)
 schemas-check:

@@ -16,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/collector"
 	"github.com/JorisJonkers-dev/delivery/internal/garagecatalog"
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+	"github.com/JorisJonkers-dev/delivery/internal/ociimage"
 	"github.com/JorisJonkers-dev/delivery/internal/postgrescatalog"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
@@ -33,9 +34,9 @@ var variables = map[string][]settings.Variable{
 	"vault-policy":     vaultpolicy.Variables,
 	"postgres-catalog": postgrescatalog.Variables,
 	"garage-catalog":   garagecatalog.Variables,
-	"file-backup":      backupVariables("files"),
-	"postgres-backup":  backupVariables("postgres"),
-	"rabbitmq-backup":  backupVariables("rabbitmq"),
+	"backup-files":     backupVariables("files"),
+	"backup-postgres":  backupVariables("postgres"),
+	"backup-rabbitmq":  backupVariables("rabbitmq"),
 }
 
 func backupVariables(method string) []settings.Variable {
@@ -69,6 +70,9 @@ func TestEveryVariableSetIsOneItsServiceReads(t *testing.T) {
 	for set, o := range sets {
 		for _, w := range o.workloads() {
 			for _, c := range w.pod.Containers {
+				if !slices.Contains(ociimage.Names(), imageName(c.Image)) {
+					t.Errorf("%s: %s runs image %s, which make images does not build", set, w, c.Image)
+				}
 				vars, ok := variables[imageName(c.Image)]
 				if !ok {
 					t.Errorf("%s: %s runs image %s, whose variables this test does not know", set, w, c.Image)
