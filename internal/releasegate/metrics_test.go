@@ -9,10 +9,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
+// leader1 is the leader series of a replica that leads.
+const leader1 = `# HELP release_gate_leader 1 while this replica holds the Lease and runs the rounds, 0 while another does.
+# TYPE release_gate_leader gauge
+release_gate_leader 1
+`
+
 func TestMetricsBeforeAndAfterARound(t *testing.T) {
 	tender := NewTender(nil, "delivery-system", nil, nil, nil)
+	// A gate with no Lease is the only replica: it leads.
 	if err := testutil.CollectAndCompare(roundCollector{tender}, strings.NewReader(`
-# HELP release_gate_tended_timestamp_seconds When the last round over every gated Application finished; 0 before the first.
+`+leader1+`# HELP release_gate_tended_timestamp_seconds When the last round over every gated Application finished; 0 before the first.
 # TYPE release_gate_tended_timestamp_seconds gauge
 release_gate_tended_timestamp_seconds 0
 `)); err != nil {
@@ -30,7 +37,7 @@ release_gate_held_deadline_seconds{application="auth",namespace="auth-system",pi
 # HELP release_gate_held_since_timestamp_seconds When the gate first saw the pinned revision of a held release.
 # TYPE release_gate_held_since_timestamp_seconds gauge
 release_gate_held_since_timestamp_seconds{application="auth",namespace="auth-system",pinned="`+rev+`",reason="stale-proof",serving="`+prevRev+`"} `+fmt.Sprint(float64(t0.Add(-time.Hour).Unix()))+`
-# HELP release_gate_tended_timestamp_seconds When the last round over every gated Application finished; 0 before the first.
+`+leader1+`# HELP release_gate_tended_timestamp_seconds When the last round over every gated Application finished; 0 before the first.
 # TYPE release_gate_tended_timestamp_seconds gauge
 release_gate_tended_timestamp_seconds `+fmt.Sprint(float64(t0.Unix()))+`
 # HELP release_gate_unanswerable An Application the last round could not read or decide for.
@@ -41,6 +48,20 @@ release_gate_unanswerable{application="pay",namespace="pay-system"} 1
 release_gate_undo_refused{application="pay",condition="new-copy-running",namespace="pay-system",tag="2f4a6c8e0b2d"} 1
 `)); err != nil {
 		t.Fatalf("after a round: %v", err)
+	}
+	// Its term over, a replica says another leads and reports no round's
+	// findings: they are the new leader's.
+	tender.LeadWith(func() bool { return false })
+	tender.Forget()
+	if err := testutil.CollectAndCompare(roundCollector{tender}, strings.NewReader(`
+# HELP release_gate_leader 1 while this replica holds the Lease and runs the rounds, 0 while another does.
+# TYPE release_gate_leader gauge
+release_gate_leader 0
+# HELP release_gate_tended_timestamp_seconds When the last round over every gated Application finished; 0 before the first.
+# TYPE release_gate_tended_timestamp_seconds gauge
+release_gate_tended_timestamp_seconds 0
+`)); err != nil {
+		t.Fatalf("following: %v", err)
 	}
 }
 
