@@ -23,6 +23,12 @@ import (
 // Objects with a status also get that status written through the status
 // subresource, as a controller would write it.
 func (cp *ControlPlane) Apply(ctx context.Context, manifests []byte) ([]*unstructured.Unstructured, error) {
+	return cp.applyStream(ctx, manifests, false)
+}
+
+// applyStream applies each object of manifests in turn; dryRun has the API
+// server default, validate and admit each as a real apply and store nothing.
+func (cp *ControlPlane) applyStream(ctx context.Context, manifests []byte, dryRun bool) ([]*unstructured.Unstructured, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
@@ -45,7 +51,7 @@ func (cp *ControlPlane) Apply(ctx context.Context, manifests []byte) ([]*unstruc
 		if len(obj.Object) == 0 {
 			continue
 		}
-		out, err := applyOne(ctx, dyn, mapper, obj)
+		out, err := applyOne(ctx, dyn, mapper, obj, dryRun)
 		if err != nil {
 			return applied, err
 		}
@@ -53,7 +59,7 @@ func (cp *ControlPlane) Apply(ctx context.Context, manifests []byte) ([]*unstruc
 	}
 }
 
-func applyOne(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func applyOne(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -70,11 +76,16 @@ func applyOne(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper
 	}
 	force := true
 	opts := metav1.PatchOptions{FieldManager: "testenv", Force: &force}
+	verb := "apply"
+	if dryRun {
+		opts.DryRun, verb = []string{metav1.DryRunAll}, "dry-run apply"
+	}
 	out, err := res.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, opts)
 	if err != nil {
-		return nil, fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return nil, fmt.Errorf("%s %s %s/%s: %w", verb, gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	if hasStatus {
+	// A dry run stops at the object: its status is a controller's to write.
+	if hasStatus && !dryRun {
 		statusObj := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": obj.GetAPIVersion(), "kind": obj.GetKind(),
 			"metadata": map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()},
