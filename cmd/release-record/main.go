@@ -188,7 +188,11 @@ func build(cfg config, getenv func(string) string, now func() time.Time, logger 
 	if err != nil {
 		return nil, nil, err
 	}
+	origins, err := releaserecord.NewKubeOrigins(rest)
+	if err != nil {
+		return nil, nil, err
+	}
 	flux := &releaserecord.Flux{Namespace: cfg.fluxNamespace, Cluster: cfg.cluster, Env: cfg.env, Kube: kube,
-		Gate: reporter.NewGateClient(cfg.gateURL), Logger: logger}
+		Gate: reporter.NewGateClient(cfg.gateURL), Origins: origins, Logger: logger}
 	return svc, &releaserecord.Observer{Source: flux, Service: svc, Logger: logger}, nil
 }

@@ -41,6 +41,10 @@ func newFluxWorld(t *testing.T) *fluxWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	origins, err := rr.NewKubeOrigins(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	gate := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 		_, _ = rw.Write([]byte(`{"readAt":"2026-12-02T10:00:00Z","truncated":false,"applications":[]}`))
 	}))
@@ -49,7 +53,7 @@ func newFluxWorld(t *testing.T) *fluxWorld {
 	logger := slog.New(slog.NewJSONHandler(w.logs, nil))
 	svc := &rr.Service{Store: w.store, Sink: sink, Logger: logger}
 	w.observer = &rr.Observer{Service: svc, Logger: logger,
-		Source: &rr.Flux{Namespace: w.fluxNS, Cluster: "prod-eu", Env: "prod", Kube: kube, Gate: reporter.NewGateClient(gate.URL), Logger: logger}}
+		Source: &rr.Flux{Namespace: w.fluxNS, Cluster: "prod-eu", Env: "prod", Kube: kube, Gate: reporter.NewGateClient(gate.URL), Origins: origins, Logger: logger}}
 	return w
 }
 
@@ -79,6 +83,7 @@ spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, na
 status:
   lastAppliedRevision: "latest@%[7]s"
   lastAttemptedRevision: "latest@%[2]s"
+  lastAppliedOriginRevision: "main@sha1:commit-of-%[7]s"
   conditions: [{type: Ready, status: "%[8]s", reason: %[9]s, message: "as the test says", lastTransitionTime: "2026-12-02T10:00:00Z"}]
   inventory: {entries: [{id: %[10]s_api_flagger.app_Canary, v: v1beta1}]}`,
 		w.fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, version, reporter.AnnotationDigest, applied, ready, reason, w.appNS)
@@ -174,6 +179,9 @@ func TestAReleaseOnTheFluxPath(t *testing.T) {
 	w.canary("Progressing", "spec-2", false)
 	w.pass()
 	w.expect(idA, rr.StateProgressing, deploying)
+	if r := w.record(idA); r.GitRevision != "commit-of-"+pin1 {
+		t.Fatalf("git revision %q", r.GitRevision)
+	}
 	w.pass() // a repeat: nothing
 	w.expect(idA, rr.StateProgressing, deploying)
 	// Promoted and settled: healthy, with the pod hash.

@@ -124,6 +124,13 @@ type Result struct {
 // names, or none (a zero Record) when there is none yet.
 func Reduce(rec Record, f Fact, now time.Time) Result {
 	if f.Phase == PhaseMerged {
+		if rec.Exists() && rec.GitRevision == "" && f.Release.GitRevision != "" {
+			// Flux names the revision once it fetched the artifact, often
+			// after the pin was first seen: kept once known, never moved.
+			next := rec
+			next.GitRevision = f.Release.GitRevision
+			return Result{Record: next, Changed: true, Why: "the release's git revision is " + next.GitRevision}
+		}
 		if rec.Exists() {
 			return ignored(rec, "the release is already recorded")
 		}

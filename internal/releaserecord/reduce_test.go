@@ -54,7 +54,8 @@ func healthyBefore(f *rr.Fact) { f.HealthyBefore = true }
 func hash(h string) func(*rr.Fact) {
 	return func(f *rr.Fact) { f.PodHash = h }
 }
-func message(m string) func(*rr.Fact) { return func(f *rr.Fact) { f.Message = m } }
+func revision(r string) func(*rr.Fact) { return func(f *rr.Fact) { f.Release.GitRevision = r } }
+func message(m string) func(*rr.Fact)  { return func(f *rr.Fact) { f.Message = m } }
 
 func keys(events []rr.Event) []string {
 	out := []string{}
@@ -88,6 +89,15 @@ func TestReduce(t *testing.T) {
 			}},
 		{name: "merged again is a repeat", rec: at(t, rr.StateMerged), fact: fact(rr.PhaseMerged),
 			state: rr.StateMerged, events: []string{}, why: "already recorded"},
+		{name: "merged again naming the git revision first fills it", rec: at(t, rr.StateProgressing), fact: fact(rr.PhaseMerged, revision("0123abc")),
+			state: rr.StateProgressing, events: []string{}, changed: true, why: "git revision is 0123abc",
+			check: func(t *testing.T, r rr.Record) {
+				if r.GitRevision != "0123abc" || !r.StateAt.Equal(t0) {
+					t.Errorf("%+v", r)
+				}
+			}},
+		{name: "a git revision once known is never moved", rec: at(t, rr.StateHealthy, func(r *rr.Record) { r.GitRevision = "0123abc" }),
+			fact: fact(rr.PhaseMerged, revision("4567def")), state: rr.StateHealthy, events: []string{}, why: "already recorded"},
 		{name: "a fact with no record is ignored", rec: rr.Record{}, fact: fact(rr.PhaseHealthy),
 			state: "", events: []string{}, why: "no record"},
 		{name: "first Progressing: progressing and deploying", rec: at(t, rr.StateMerged), fact: fact(rr.PhaseProgressing, hash("hash-a")),

@@ -29,7 +29,10 @@ type Flux struct {
 	Cluster, Env string
 	Kube         reporter.Cluster
 	Gate         reporter.GateReader
-	Logger       *slog.Logger
+	// Origins reads where a unit's artifacts came from, for the record's
+	// gitRevision; nil leaves it "".
+	Origins Origins
+	Logger  *slog.Logger
 
 	mu sync.Mutex
 	// skipped keeps why each unit was last skipped, so it is logged once.
@@ -50,6 +53,8 @@ type FluxUnit struct {
 	Source  reporter.Source
 	Members []reporter.Member
 	Gate    reporter.Gate
+	// Origin is where the unit's artifacts came from (GitRevision).
+	Origin Origin
 }
 
 // Observe reads every unit, its source and members, and the gate once
@@ -78,6 +83,12 @@ func (f *Flux) Observe(ctx context.Context) ([]Fact, error) {
 		if view.Source, err = f.Kube.Source(ctx, u.Source.Namespace, u.Source.Name); err != nil && !errors.Is(err, reporter.ErrNotFound) {
 			failed = errors.Join(failed, err)
 			continue
+		}
+		if f.Origins != nil {
+			if view.Origin, err = f.Origins.Origin(ctx, f.Namespace, u); err != nil {
+				failed = errors.Join(failed, err)
+				continue
+			}
 		}
 		for _, c := range u.Canaries {
 			m, err := f.Kube.Member(ctx, c)
@@ -144,7 +155,8 @@ func FluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	rel := Release{ID: id, Kind: KindPromote, Image: u.Rollout.Digest, GitURL: "https://github.com/" + u.Rollout.Repository.String()}
+	rel := Release{ID: id, Kind: KindPromote, Image: u.Rollout.Digest, GitURL: "https://github.com/" + u.Rollout.Repository.String(),
+		GitRevision: GitRevision(u)}
 	if of := u.Unit.Annotations[AnnotationRollbackOf]; of != "" {
 		target, err := ParseReleaseID(of)
 		if err != nil {

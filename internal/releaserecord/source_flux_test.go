@@ -144,3 +144,50 @@ func TestFluxFacts(t *testing.T) {
 		t.Fatalf("a rollback: %+v %v", facts, err)
 	}
 }
+
+// TestGitRevision holds the record's gitRevision to what the unit and its
+// source carry of the artifact at the pin.
+func TestGitRevision(t *testing.T) {
+	commit := "0123abc" + strings.Repeat("d", 33)
+	applied := view()
+	applied.Origin = rr.Origin{Applied: "main@sha1:" + commit}
+	fetched := view()
+	fetched.Unit.Unit.AppliedRevision = "latest@" + pin0
+	fetched.Origin = rr.Origin{Applied: "main@sha1:older", ArtifactRevision: "latest@" + pin1, ArtifactOrigin: "main@sha1:" + commit}
+	artifactOfBefore := view()
+	artifactOfBefore.Unit.Unit.AppliedRevision = "latest@" + pin0
+	artifactOfBefore.Origin = rr.Origin{Applied: "main@sha1:older", ArtifactRevision: "latest@" + pin0, ArtifactOrigin: "main@sha1:older"}
+	notPinned := view()
+	notPinned.Source.Pin = pin0
+	notPinned.Origin = rr.Origin{Applied: "main@sha1:" + commit}
+	appliedWithout := view()
+	appliedWithout.Origin = rr.Origin{ArtifactRevision: "latest@" + pin1, ArtifactOrigin: "sha1:" + commit}
+	tag := view()
+	tag.Origin = rr.Origin{Applied: "v2.1.0"}
+	long := view()
+	long.Origin = rr.Origin{Applied: strings.Repeat("x", 257)}
+	for _, tc := range []struct {
+		name string
+		unit rr.FluxUnit
+		want string
+	}{
+		{name: "the unit applied the pin: its origin revision, read as the commit", unit: applied, want: commit},
+		{name: "not applied yet, the source fetched the pin: the artifact's", unit: fetched, want: commit},
+		{name: "neither at the pin: none", unit: artifactOfBefore},
+		{name: "the source not pinned to the Rollout: none", unit: notPinned},
+		{name: "applied without an origin on the unit: the artifact's, sha1: alone", unit: appliedWithout, want: commit},
+		{name: "a revision not of git's form is kept whole", unit: tag, want: "v2.1.0"},
+		{name: "one past the schema's bound is none", unit: long},
+		{name: "no origin at all: none", unit: view()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rr.GitRevision(tc.unit); got != tc.want {
+				t.Fatalf("%q, want %q", got, tc.want)
+			}
+			facts, err := rr.FluxFacts(tc.unit, "prod-eu", "prod")
+			if err != nil || facts[0].Release.GitRevision != tc.want {
+				t.Fatalf("the merged fact %+v %v", facts, err)
+			}
+		})
+	}
+}
