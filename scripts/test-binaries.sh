@@ -9,6 +9,7 @@
 #                                      kube-scheduler, kwok and Flagger (prints the folder)
 #   scripts/test-binaries.sh vault     Vault dev server        (prints the binary)
 #   scripts/test-binaries.sh minio     MinIO                   (prints the binary)
+#   scripts/test-binaries.sh nats      NATS server             (prints the binary)
 #   scripts/test-binaries.sh lint      golangci-lint           (prints the binary)
 #   scripts/test-binaries.sh crds      the modules whose CRDs the control plane installs
 #   scripts/test-binaries.sh missing   says which of them are not cached yet
@@ -22,6 +23,7 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 KWOK_VERSION=v0.8.0
 FLAGGER_VERSION=v1.41.0
 GOLANGCI_LINT_VERSION=v2.15.0
+NATS_VERSION=v2.15.2
 
 CACHE="${DELIVERY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/delivery}"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
@@ -171,6 +173,14 @@ minio() {
 	echo "$out"
 }
 
+nats() {
+	local out="$CACHE/nats-server-$NATS_VERSION/nats-server"
+	if [ -x "$out" ]; then echo "$out"; return; fi
+	mkdir -p "$(dirname "$out")"
+	build "nats-server $NATS_VERSION" env GOBIN="$(dirname "$out")" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' "github.com/nats-io/nats-server/v2@$NATS_VERSION"
+	echo "$out"
+}
+
 lint() {
 	local out="$CACHE/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint"
 	if [ -x "$out" ]; then echo "$out"; return; fi
@@ -199,6 +209,7 @@ missing() {
 	[ -x "$CACHE/envtest-etcd-$ETCD_VERSION-kube-$KUBE_VERSION/kube-apiserver" ] || { plan+=("kube-apiserver $KUBE_VERSION (about 10 min)"); minutes=$((minutes + 10)); }
 	[ -x "$CACHE/vault-$VAULT_VERSION/vault" ] || { plan+=("vault $VAULT_VERSION (about 19 min)"); minutes=$((minutes + 19)); }
 	[ -x "$CACHE/minio-$MINIO_VERSION/minio" ] || { plan+=("minio (about 4 min)"); minutes=$((minutes + 4)); }
+	[ -x "$CACHE/nats-server-$NATS_VERSION/nats-server" ] || { plan+=("nats-server $NATS_VERSION (about 1 min)"); minutes=$((minutes + 1)); }
 	local dir="$CACHE/envtest-etcd-$ETCD_VERSION-kube-$KUBE_VERSION"
 	{ [ -x "$dir/kube-controller-manager" ] && [ -x "$dir/kube-scheduler" ]; } || { plan+=("kube-controller-manager and kube-scheduler $KUBE_VERSION (about 3 min once kube-apiserver built)"); minutes=$((minutes + 3)); }
 	[ -x "$dir/kwok" ] || { plan+=("kwok $KWOK_VERSION (about 2 min)"); minutes=$((minutes + 2)); }
@@ -211,6 +222,6 @@ missing() {
 }
 
 case "${1:-}" in
-envtest | cluster | vault | minio | lint | crds | missing) "$1" ;;
-*) echo "usage: $0 envtest|cluster|vault|minio|lint|crds|missing" >&2; exit 2 ;;
+envtest | cluster | vault | minio | nats | lint | crds | missing) "$1" ;;
+*) echo "usage: $0 envtest|cluster|vault|minio|nats|lint|crds|missing" >&2; exit 2 ;;
 esac

@@ -38,6 +38,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 scripts/test-binaries.sh missing
-for what in crds envtest cluster vault minio; do
+for what in crds envtest cluster vault minio nats; do
 	scripts/test-binaries.sh "$what" >/dev/null
 done
