@@ -137,9 +137,13 @@ type gate struct {
 }
 
 // startGate runs the gate binary as its ServiceAccount under
-// deploy/release-gate/rbac.yaml, resolving the members' Canary services
-// through a private /etc/hosts.
-func (e *estate) startGate() *gate {
+// deploy/release-gate/rbac.yaml at gateAddress, resolving the members' Canary
+// services through a private /etc/hosts.
+func (e *estate) startGate() *gate { return e.startGateAt(gateAddress) }
+
+// startGateAt runs one more gate replica at addr, with env added to its
+// environment (its name on the Lease, the Lease's timings).
+func (e *estate) startGateAt(addr string, env ...string) *gate {
 	t := e.t
 	t.Helper()
 	kubeconfig := e.c.GrantKubeconfig(t, "../../deploy/release-gate/rbac.yaml", gateNS, "release-gate")
@@ -159,13 +163,14 @@ func (e *estate) startGate() *gate {
 	g := &gate{logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
 	g.cmd = exec.Command(args[0], args[1:]...) //nolint:gosec // the gate just built, under unshare
 	g.cmd.Env = append(os.Environ(),
-		"ADDR="+gateAddress,
+		"ADDR="+addr,
 		"KUBECONFIG="+kubeconfig,
 		"FLAGGER_NAMESPACE="+testenv.FlaggerNamespace,
 		"FLAGGER_SELECTOR=app.kubernetes.io/instance=flagger",
 		"FLAGGER_SERVICE_ACCOUNT=flagger",
 		"GATE_NAMESPACE="+gateNS,
 	)
+	g.cmd.Env = append(g.cmd.Env, env...)
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := g.cmd.Start(); err != nil {
@@ -179,7 +184,7 @@ func (e *estate) startGate() *gate {
 			t.Fatalf("the gate exited:\n%s", g.logs)
 		default:
 		}
-		resp, err := http.Get("http://" + gateAddress + "/readyz") //nolint:noctx // a probe with the client's timeout
+		resp, err := http.Get("http://" + addr + "/readyz") //nolint:noctx // a probe with the client's timeout
 		if err != nil {
 			return false, err.Error()
 		}
