@@ -76,6 +76,7 @@ func FinishedAt(r rr.Record) time.Time {
 		return r.HealthyAt
 	case OutcomeAbandoned:
 		return r.StateAt
+	case OutcomeInFlight:
 	}
 	return time.Time{}
 }
