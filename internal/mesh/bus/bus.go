@@ -1,0 +1,252 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bus is the mesh's buckets on one JetStream, opened or made as they should
+// be. Ops counts the operations it sent to the server (reads, writes,
+// watches), so a figure can say how many a want cost.
+type Bus struct {
+	JS jetstream.JetStream
+
+	Modules, Builds, Holds, Grants, Wants, Haves jetstream.KeyValue
+	Objects                                      jetstream.ObjectStore
+
+	replicas int
+	ops      atomic.Int64
+
+	mu       sync.Mutex
+	composed map[string]jetstream.KeyValue // by node
+}
+
+// Options shape the buckets Open makes.
+type Options struct {
+	// Replicas is each bucket's replica count in a cluster; 0 is 1.
+	Replicas int
+}
+
+// Open makes the buckets that do not exist yet and opens them all; a bucket
+// that exists is opened as it is.
+func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Bus, error) {
+	b := &Bus{JS: js, replicas: max(opts.Replicas, 1), composed: map[string]jetstream.KeyValue{}}
+	for _, kv := range []struct {
+		into        *jetstream.KeyValue
+		name, about string
+	}{
+		{&b.Modules, ModulesBucket, "each module's registration: nodes, providers, data, step"},
+		{&b.Builds, BuildsBucket, "each build of a module, done or failed"},
+		{&b.Holds, HoldsBucket, "fingerprints no node is to be given"},
+		{&b.Grants, GrantsBucket, "the credential and grant of a module at a fingerprint exist"},
+		{&b.Wants, WantsBucket, "what each node is to run of each module"},
+		{&b.Haves, HavesBucket, "what each node runs of each module, and its health"},
+	} {
+		store, err := b.keyValue(ctx, kv.name, kv.about)
+		if err != nil {
+			return nil, err
+		}
+		*kv.into = store
+	}
+	b.ops.Add(1)
+	objects, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: ObjectsBucket, Description: "signed compositions over 64 KiB", Replicas: b.replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open the object store %s: %w", ObjectsBucket, err)
+	}
+	b.Objects = objects
+	return b, nil
+}
+
+func (b *Bus) keyValue(ctx context.Context, name, about string) (jetstream.KeyValue, error) {
+	b.ops.Add(1)
+	store, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Description: about, Replicas: b.replicas})
+	if err != nil {
+		return nil, fmt.Errorf("open the bucket %s: %w", name, err)
+	}
+	return store, nil
+}
+
+// Ops is how many operations the bus has sent to the server so far.
+func (b *Bus) Ops() int64 { return b.ops.Load() }
+
+// CountOps adds n operations made on the bus's buckets directly (a watch, a
+// batch of publishes) to Ops.
+func (b *Bus) CountOps(n int) { b.ops.Add(int64(n)) }
+
+// Composed is node's composition bucket, made when it does not exist.
+func (b *Bus) Composed(ctx context.Context, node string) (jetstream.KeyValue, error) {
+	name, err := ComposedBucket(node)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	store, ok := b.composed[node]
+	b.mu.Unlock()
+	if ok {
+		return store, nil
+	}
+	store, err = b.keyValue(ctx, name, "the signed compositions for node "+node)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.composed[node] = store
+	b.mu.Unlock()
+	return store, nil
+}
+
+// Digest is the digest a want names for an envelope: sha256: and the hex
+// SHA-256 of its exact bytes.
+func Digest(envelope []byte) string {
+	sum := sha256.Sum256(envelope)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// WriteComposition stores node's signed composition of module at
+// fingerprint. An envelope over InlineLimit is put in the object store first
+// and the key written after, pointing at it: the object store has no
+// compare-and-swap, so a reader that finds the key always finds its object.
+func (b *Bus) WriteComposition(ctx context.Context, node, module, fingerprint string, envelope []byte) (Composed, error) {
+	key, err := CompositionKey(module, fingerprint)
+	if err != nil {
+		return Composed{}, err
+	}
+	store, err := b.Composed(ctx, node)
+	if err != nil {
+		return Composed{}, err
+	}
+	entry := Composed{Module: module, Fingerprint: fingerprint, Node: node, Digest: Digest(envelope), Size: len(envelope)}
+	if len(envelope) <= InlineLimit {
+		entry.Envelope = envelope
+	} else {
+		bucket, _ := ComposedBucket(node)
+		entry.Object = bucket + "/" + key
+		b.ops.Add(1)
+		if _, err := b.Objects.PutBytes(ctx, entry.Object, envelope); err != nil {
+			return Composed{}, fmt.Errorf("put the composition object %s: %w", entry.Object, err)
+		}
+	}
+	b.ops.Add(1)
+	if _, err := store.Put(ctx, key, Encode(entry)); err != nil {
+		return Composed{}, fmt.Errorf("write %s in %s: %w", key, store.Bucket(), err)
+	}
+	return entry, nil
+}
+
+// ReadComposition reads node's entry of module at fingerprint and its
+// envelope; an envelope whose bytes do not match the entry's digest is
+// refused.
+func (b *Bus) ReadComposition(ctx context.Context, node, module, fingerprint string) (Composed, []byte, error) {
+	key, err := CompositionKey(module, fingerprint)
+	if err != nil {
+		return Composed{}, nil, err
+	}
+	store, err := b.Composed(ctx, node)
+	if err != nil {
+		return Composed{}, nil, err
+	}
+	b.ops.Add(1)
+	got, err := store.Get(ctx, key)
+	if err != nil {
+		return Composed{}, nil, fmt.Errorf("read %s in %s: %w", key, store.Bucket(), err)
+	}
+	entry, err := DecodeComposed(got.Value())
+	if err != nil {
+		return Composed{}, nil, err
+	}
+	envelope, err := b.Envelope(ctx, entry)
+	return entry, envelope, err
+}
+
+// Envelope is the envelope an entry holds or names, checked against its
+// digest.
+func (b *Bus) Envelope(ctx context.Context, entry Composed) ([]byte, error) {
+	envelope := entry.Envelope
+	if entry.Object != "" {
+		b.ops.Add(1)
+		var err error
+		if envelope, err = b.Objects.GetBytes(ctx, entry.Object); err != nil {
+			return nil, fmt.Errorf("read the composition object %s: %w", entry.Object, err)
+		}
+	}
+	if Digest(envelope) != entry.Digest {
+		return nil, fmt.Errorf("composition of %q at %q for %q: the envelope's digest is %s, its entry says %s",
+			entry.Module, entry.Fingerprint, entry.Node, Digest(envelope), entry.Digest)
+	}
+	return envelope, nil
+}
+
+// ErrConflict marks a compare-and-swap that kept losing to other writers.
+var ErrConflict = errors.New("the key kept changing under the write")
+
+// swapAttempts bounds how often Swap re-reads and decides again.
+const swapAttempts = 16
+
+// Decide is handed a key's current value (nil when the key has none) and
+// says what to write instead, or write false to leave it.
+type Decide func(current []byte) (next []byte, write bool, err error)
+
+// Swap writes a key from what it holds: it reads the key, asks decide, and
+// writes under compare-and-swap on the revision it read; a conflict re-reads
+// and decides again. It answers whether it wrote and the key's revision.
+func (b *Bus) Swap(ctx context.Context, store jetstream.KeyValue, key string, decide Decide) (bool, uint64, error) {
+	for range swapAttempts {
+		b.ops.Add(1)
+		var current []byte
+		var revision uint64
+		got, err := store.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return false, 0, fmt.Errorf("read %s in %s: %w", key, store.Bucket(), err)
+		default:
+			current, revision = got.Value(), got.Revision()
+		}
+		next, write, err := decide(current)
+		if err != nil || !write {
+			return false, revision, err
+		}
+		if current != nil && bytes.Equal(next, current) {
+			return false, revision, nil
+		}
+		b.ops.Add(1)
+		if current == nil {
+			// Create also takes a key whose last entry is a delete marker.
+			revision, err = store.Create(ctx, key, next)
+		} else {
+			revision, err = store.Update(ctx, key, next, revision)
+		}
+		if IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return false, 0, fmt.Errorf("write %s in %s: %w", key, store.Bucket(), err)
+		}
+		return true, revision, nil
+	}
+	return false, 0, fmt.Errorf("write %s in %s: %w", key, store.Bucket(), ErrConflict)
+}
+
+// IsConflict is whether err is a compare-and-swap that lost: the key's
+// revision was not the one the write expected.
+func IsConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) &&
+		(api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

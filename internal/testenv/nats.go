@@ -1,0 +1,186 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// NATSVersion is the NATS server scripts/test-binaries.sh builds.
+const NATSVersion = "v2.15.2"
+
+// NATSBuildCommand builds the NATS server; every failure to find it names it.
+const NATSBuildCommand = "scripts/test-binaries.sh nats (make test runs it)"
+
+// NATSBinary is the cached NATS server: NATS_SERVER_BINARY when set, else the
+// file scripts/test-binaries.sh writes.
+func NATSBinary() (string, error) {
+	return cachedBinary("NATS_SERVER_BINARY", "nats-server-"+NATSVersion, "nats-server", "NATS server", NATSBuildCommand)
+}
+
+// NATS is one running nats-server with JetStream on 127.0.0.1, its store in
+// a folder of its own. In a cluster it is one of the peers, and a test may
+// stop it and start it again on the same ports and store.
+type NATS struct {
+	// URL is what a client dials: nats://127.0.0.1:port.
+	URL string
+	// StoreDir holds the server's JetStream store.
+	StoreDir string
+
+	name                    string
+	port, monitor, clusterP int
+	routes                  []string // the other peers' route URLs; empty alone
+	bin                     string
+
+	mu   sync.Mutex
+	proc *process
+	log  *LogBuffer
+}
+
+// StartNATS starts one JetStream server on a fresh store; Stop ends it and
+// removes the store.
+func StartNATS(ctx context.Context) (*NATS, error) {
+	bin, err := NATSBinary()
+	if err != nil {
+		return nil, err
+	}
+	return onFreePort(func() (*NATS, error) {
+		n, err := newNATS(bin, "mesh-0")
+		if err != nil {
+			return nil, err
+		}
+		if err := n.Start(ctx); err != nil {
+			_ = n.Remove()
+			return nil, err
+		}
+		return n, nil
+	})
+}
+
+func newNATS(bin, name string) (*NATS, error) {
+	ports := make([]int, 3)
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	store, err := os.MkdirTemp("", "nats-store-")
+	if err != nil {
+		return nil, err
+	}
+	return &NATS{
+		URL: "nats://127.0.0.1:" + strconv.Itoa(ports[0]), StoreDir: store,
+		name: name, port: ports[0], monitor: ports[1], clusterP: ports[2], bin: bin,
+	}, nil
+}
+
+// Start runs the server (again, after Stop) and waits until it answers its
+// health check, JetStream included.
+func (n *NATS) Start(ctx context.Context) error {
+	args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(n.port), "-m", strconv.Itoa(n.monitor),
+		"-js", "-sd", n.StoreDir, "-n", n.name}
+	if len(n.routes) > 0 {
+		args = append(args, "--cluster_name", "mesh", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(n.clusterP),
+			"--routes", strings.Join(n.routes, ","))
+	}
+	cmd := exec.Command(n.bin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	log := &LogBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	proc, err := startProcess(cmd)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.proc, n.log = proc, log
+	n.mu.Unlock()
+	if err := n.waitHealthy(ctx); err != nil {
+		n.Stop()
+		return err
+	}
+	return nil
+}
+
+// waitHealthy polls /healthz until the server and its JetStream answer ok. A
+// peer of a cluster is healthy once it has joined the meta group.
+func (n *NATS) waitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	url := "http://127.0.0.1:" + strconv.Itoa(n.monitor) + "/healthz"
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("health answered %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-n.proc.exited():
+			return fmt.Errorf("nats-server exited at start: %s", n.log.String())
+		case <-ctx.Done():
+			return fmt.Errorf("nats-server at %s not healthy (%w): %s", n.URL, errors.Join(last, ctx.Err()), n.log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the server, keeping its store so Start brings it back as it was.
+func (n *NATS) Stop() {
+	n.mu.Lock()
+	proc := n.proc
+	n.proc = nil
+	n.mu.Unlock()
+	if proc != nil {
+		proc.terminate(10 * time.Second)
+	}
+}
+
+// Remove stops the server and removes its store.
+func (n *NATS) Remove() error {
+	n.Stop()
+	return os.RemoveAll(n.StoreDir)
+}
+
+// Log is what the server printed since it last started.
+func (n *NATS) Log() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.log == nil {
+		return ""
+	}
+	return n.log.String()
+}
+
+// NewNATS starts a JetStream server for this test and removes it when the
+// test ends. A test that cannot have one fails, naming the command that
+// builds it.
+func NewNATS(t testing.TB) *NATS {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := StartNATS(ctx)
+	if err != nil {
+		t.Fatalf("no NATS server for this test: %v", err)
+	}
+	t.Cleanup(func() { _ = n.Remove() })
+	return n
+}
