@@ -265,7 +265,7 @@ func (w *teeWriter) Write(b []byte) (int, error) {
 // and removes the cluster's folder.
 func (c *Cluster) stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].terminate(10 * time.Second)
+		c.procs[i].terminate()
 	}
 	_ = c.Stop()
 	_ = os.RemoveAll(c.dir)

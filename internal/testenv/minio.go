@@ -140,7 +140,7 @@ func (m *MinIO) waitReady(ctx context.Context) error {
 // Stop ends the server and removes its data.
 func (m *MinIO) Stop() error {
 	m.stop.Do(func() {
-		m.proc.terminate(10 * time.Second)
+		m.proc.terminate()
 		_ = os.RemoveAll(m.DataDir)
 		_ = os.RemoveAll(m.home)
 	})

@@ -150,7 +150,7 @@ func (n *NATS) Stop() {
 	n.proc = nil
 	n.mu.Unlock()
 	if proc != nil {
-		proc.terminate(10 * time.Second)
+		proc.terminate()
 	}
 }
 

@@ -36,11 +36,15 @@ func startProcess(cmd *exec.Cmd) (*process, error) {
 // exited is closed once the process has ended.
 func (p *process) exited() <-chan struct{} { return p.done }
 
+// stopGrace is how long a server the tests started has to end on SIGTERM
+// before its group is killed.
+const stopGrace = 10 * time.Second
+
 // terminate asks the group to end with SIGTERM and waits for it, killing it
-// after grace.
-func (p *process) terminate(grace time.Duration) {
+// after stopGrace.
+func (p *process) terminate() {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	p.await(grace)
+	p.await(stopGrace)
 }
 
 // await waits for the process to end, killing its group after grace.

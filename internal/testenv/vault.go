@@ -124,7 +124,7 @@ func (v *Vault) waitReady(ctx context.Context) error {
 // Stop ends the server; its state, kept in memory, is gone.
 func (v *Vault) Stop() error {
 	v.stop.Do(func() {
-		v.proc.terminate(10 * time.Second)
+		v.proc.terminate()
 	})
 	return nil
 }
