@@ -21,6 +21,8 @@ PACKAGES=(postgresql rabbitmq-server sqlite3 age gcc libc6-dev)
 # podman, runc: the images' test loads each image and runs it (runc, as crun
 # fails on some hosts' cgroups). ca-certificates: the bundle the images carry.
 PACKAGES+=(podman runc ca-certificates)
+# chromium: the release page's test loads it in a real headless browser.
+PACKAGES+=(chromium)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
