@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
@@ -29,9 +28,6 @@ func main() {
 	stop()
 	os.Exit(code)
 }
-
-// DefaultGateURL is the Release Gate in the worked estate.
-const DefaultGateURL = "http://release-gate.delivery-system.svc.cluster.local:8080"
 
 // config is everything the service reads from its environment.
 type config struct {
@@ -54,21 +50,7 @@ var service = cli.Service{
 	Name: "release-record",
 	Summary: "release-record keeps one record per release and sends the release events its facts make due as CDEvents:\n" +
 		"it looks at the Flux units, their sources and Canaries, and takes Argo Rollouts' and Argo CD's notifications.",
-	Variables: slices.Concat([]settings.Variable{
-		{Name: "CLUSTER_NAME", Default: settings.Required, Meaning: "the cluster every release id it records names (a DNS label)"},
-		{Name: "ENVIRONMENT", Default: settings.Required, Meaning: "the env every release id it records names (a DNS label)"},
-		{Name: "RECORD_NAMESPACE", Default: "delivery-system", Meaning: "where the records (ConfigMaps release-<hash>) are kept"},
-		{Name: "FACTS_MODE", Default: "emit", Meaning: "emit sends the events to CDEVENTS_SINK; shadow logs each as shadow-event and sends nothing"},
-		{Name: "CDEVENTS_SINK", Default: "required in emit mode", Meaning: "the http(s) URL the CloudEvents are posted to"},
-		{Name: "FACTS_TOKEN", Default: settings.Unset, Meaning: "the bearer token of POST /facts/<cluster> and /argocd/<cluster>; unset, both answer 401"},
-		{Name: "ALLOWED_NAMESPACES", Default: ".*", Meaning: "a pushed fact's namespace must match this regular expression whole, else it is ignored"},
-		{Name: "FLUX_OBSERVE", Default: "true", Meaning: "look at the Flux units (true) or take pushed facts alone (false)"},
-		{Name: "FLUX_NAMESPACE", Default: "flux-system", Meaning: "where the units project-<project> are"},
-		{Name: "FLUX_WEBHOOK_HMAC_KEY", Default: settings.Unset, Meaning: "set, POST /flux needs the generic-hmac X-Signature under this key, else 401"},
-		{Name: "GATE_URL", Default: DefaultGateURL, Meaning: "the Release Gate's root, for its warmups"},
-		{Name: "INTERVAL", Default: "30s", Meaning: "time between looks at the units (Go duration)"},
-		{Name: "ADDR", Default: ":8080", Meaning: "where the facts, the prompts, /fresh, /healthz and /readyz are served"},
-	}, kubeclient.Variables),
+	Variables: releaserecord.Variables,
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -80,7 +62,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		token:           getenv("FACTS_TOKEN"),
 		fluxNamespace:   s.String("FLUX_NAMESPACE", "flux-system"),
 		hmacKey:         []byte(getenv("FLUX_WEBHOOK_HMAC_KEY")),
-		gateURL:         s.String("GATE_URL", DefaultGateURL),
+		gateURL:         s.String("GATE_URL", releaserecord.DefaultGateURL),
 		interval:        s.Duration("INTERVAL", 30*time.Second),
 		addr:            s.Address("ADDR", ":8080"),
 	}
@@ -119,6 +101,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 // run answers --help and --version, or starts the service and serves until
 // ctx ends; it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, logs io.Writer) int {
+	if len(args) > 0 && args[0] == "sweep" {
+		return runSweep(ctx, args[1:], getenv, now, stdout, logs)
+	}
 	if code, answered := service.Answer(args, stdout, logs); answered {
 		return code
 	}

@@ -265,7 +265,7 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 	good := map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "CDEVENTS_SINK": "http://sink.example/"}
 	cfg, err := loadConfig(testenv.Getenv(good))
 	if err != nil || cfg.recordNamespace != "delivery-system" || cfg.mode != releaserecord.ModeEmit || cfg.fluxNamespace != "flux-system" ||
-		cfg.interval != 30*time.Second || cfg.addr != ":8080" || cfg.gateURL != DefaultGateURL || !cfg.observeFlux || !cfg.namespaces.MatchString("any") {
+		cfg.interval != 30*time.Second || cfg.addr != ":8080" || cfg.gateURL != releaserecord.DefaultGateURL || !cfg.observeFlux || !cfg.namespaces.MatchString("any") {
 		t.Fatalf("defaults: %+v %v", cfg, err)
 	}
 	for name, change := range map[string][2]string{
