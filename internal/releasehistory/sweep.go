@@ -22,8 +22,11 @@ const StalledReason = "ReleaseStalled"
 // before records had a state, holds no decoded record and is judged by its
 // creation time alone.
 type Entry struct {
-	Name    string
+	Name string
+	// Version and UID are the ConfigMap's resourceVersion and uid as listed:
+	// the sweep writes and deletes a record only as it was when decided on.
 	Version string
+	UID     string
 	Created time.Time
 	// StallAlerted is the LabelStallAlerted value: "" when no stall was said.
 	StallAlerted string
@@ -51,6 +54,7 @@ type SweepPolicy struct {
 type Stall struct {
 	Name      string    `json:"record"`
 	Version   string    `json:"-"`
+	UID       string    `json:"-"`
 	ReleaseID string    `json:"releaseId"`
 	State     rr.State  `json:"state"`
 	Since     time.Time `json:"since"`
@@ -60,6 +64,7 @@ type Stall struct {
 type Deletion struct {
 	Name      string `json:"record"`
 	Version   string `json:"-"`
+	UID       string `json:"-"`
 	ReleaseID string `json:"releaseId,omitempty"`
 	Why       string `json:"why"`
 }
@@ -128,7 +133,7 @@ func stallOf(e Entry, p SweepPolicy, now time.Time) (Stall, bool) {
 	if now.Sub(since) < p.StallAfter {
 		return Stall{}, false
 	}
-	return Stall{Name: e.Name, Version: e.Version, ReleaseID: r.ReleaseID, State: r.State, Since: since}, true
+	return Stall{Name: e.Name, Version: e.Version, UID: e.UID, ReleaseID: r.ReleaseID, State: r.State, Since: since}, true
 }
 
 func deletionOf(e Entry, kept map[string]bool, p SweepPolicy, now time.Time) (Deletion, bool) {
@@ -139,7 +144,7 @@ func deletionOf(e Entry, kept map[string]bool, p SweepPolicy, now time.Time) (De
 		if now.Sub(e.Created) < p.TTL {
 			return Deletion{}, false
 		}
-		return Deletion{Name: e.Name, Version: e.Version, Why: "a record with no state, created over the TTL ago"}, true
+		return Deletion{Name: e.Name, Version: e.Version, UID: e.UID, Why: "a record with no state, created over the TTL ago"}, true
 	}
 	r := e.Record
 	switch {
@@ -151,7 +156,7 @@ func deletionOf(e Entry, kept map[string]bool, p SweepPolicy, now time.Time) (De
 	case r.StateAt.IsZero() || now.Sub(r.StateAt) < p.TTL:
 		return Deletion{}, false
 	}
-	return Deletion{Name: e.Name, Version: e.Version, ReleaseID: r.ReleaseID, Why: "finished (" + string(r.State) + ") over the TTL ago"}, true
+	return Deletion{Name: e.Name, Version: e.Version, UID: e.UID, ReleaseID: r.ReleaseID, Why: "finished (" + string(r.State) + ") over the TTL ago"}, true
 }
 
 // ServiceKey names one app, env and cluster.
