@@ -49,7 +49,7 @@ var revisions = []string{
 
 func tag(revision string) string { return releasemodel.RevisionTag(revision) }
 
-// gateBin is the release-gate binary TestMain builds.
+// gateBin is the release-gate binary TestMain builds, beside recordBin.
 var gateBin string
 
 func TestMain(m *testing.M) {
@@ -62,10 +62,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	gateBin = filepath.Join(dir, "release-gate")
-	build := exec.Command("go", "build", "-o", gateBin, "../../cmd/release-gate")
+	gateBin, recordBin = filepath.Join(dir, "release-gate"), filepath.Join(dir, "release-record")
+	build := exec.Command("go", "build", "-o", dir, "../../cmd/release-gate", "../../cmd/release-record")
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the release gate: %v: %s\n", err, out)
+		fmt.Fprintf(os.Stderr, "build the release gate and the release record: %v: %s\n", err, out)
 		os.Exit(1)
 	}
 	code := testenv.Main(m)
@@ -81,7 +81,7 @@ type estate struct {
 	c       *testenv.Cluster
 	ns      string
 	members map[string]*member
-	gate    *gate
+	gate    *process
 }
 
 // member is a loopback server a member's Canary service name reaches; the
@@ -129,8 +129,9 @@ func newEstate(t *testing.T) *estate {
 	return e
 }
 
-// gate is the release-gate binary serving at gateAddress.
-type gate struct {
+// process is a service binary the test started: a gate replica, or the
+// release record.
+type process struct {
 	cmd    *exec.Cmd
 	logs   *testenv.LogBuffer
 	exited chan struct{}
@@ -139,11 +140,11 @@ type gate struct {
 // startGate runs the gate binary as its ServiceAccount under
 // deploy/release-gate/rbac.yaml at gateAddress, resolving the members' Canary
 // services through a private /etc/hosts.
-func (e *estate) startGate() *gate { return e.startGateAt(gateAddress) }
+func (e *estate) startGate() *process { return e.startGateAt(gateAddress) }
 
 // startGateAt runs one more gate replica at addr, with env added to its
 // environment (its name on the Lease, the Lease's timings).
-func (e *estate) startGateAt(addr string, env ...string) *gate {
+func (e *estate) startGateAt(addr string, env ...string) *process {
 	t := e.t
 	t.Helper()
 	kubeconfig := e.c.GrantKubeconfig(t, "../../deploy/release-gate/rbac.yaml", gateNS, "release-gate")
@@ -160,28 +161,37 @@ func (e *estate) startGateAt(addr string, env ...string) *gate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gate{logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
-	g.cmd = exec.Command(args[0], args[1:]...) //nolint:gosec // the gate just built, under unshare
-	g.cmd.Env = append(os.Environ(),
-		"ADDR="+addr,
-		"KUBECONFIG="+kubeconfig,
-		"FLAGGER_NAMESPACE="+testenv.FlaggerNamespace,
+	env = append([]string{
+		"ADDR=" + addr,
+		"KUBECONFIG=" + kubeconfig,
+		"FLAGGER_NAMESPACE=" + testenv.FlaggerNamespace,
 		"FLAGGER_SELECTOR=app.kubernetes.io/instance=flagger",
 		"FLAGGER_SERVICE_ACCOUNT=flagger",
-		"GATE_NAMESPACE="+gateNS,
-	)
-	g.cmd.Env = append(g.cmd.Env, env...)
+		"GATE_NAMESPACE=" + gateNS,
+	}, env...)
+	return e.startProcess("the gate", args, env, addr)
+}
+
+// startProcess runs a service binary with env added to the test's
+// environment, in a process group of its own that dies with the test, and
+// waits until it answers /readyz at addr.
+func (e *estate) startProcess(what string, args, env []string, addr string) *process {
+	t := e.t
+	t.Helper()
+	g := &process{logs: &testenv.LogBuffer{}, exited: make(chan struct{})}
+	g.cmd = exec.Command(args[0], args[1:]...) //nolint:gosec // a binary TestMain built
+	g.cmd.Env = append(os.Environ(), env...)
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := g.cmd.Start(); err != nil {
-		t.Fatalf("start the gate: %v", err)
+		t.Fatalf("start %s: %v", what, err)
 	}
 	go func() { _ = g.cmd.Wait(); close(g.exited) }()
 	t.Cleanup(g.stop)
-	e.waitFor("the gate to be ready", time.Minute, func() (bool, string) {
+	e.waitFor(what+" to be ready", time.Minute, func() (bool, string) {
 		select {
 		case <-g.exited:
-			t.Fatalf("the gate exited:\n%s", g.logs)
+			t.Fatalf("%s exited:\n%s", what, g.logs)
 		default:
 		}
 		resp, err := http.Get("http://" + addr + "/readyz") //nolint:noctx // a probe with the client's timeout
@@ -194,8 +204,8 @@ func (e *estate) startGateAt(addr string, env ...string) *gate {
 	return g
 }
 
-// stop ends the gate with SIGTERM, as a pod's deletion would, and waits.
-func (g *gate) stop() {
+// stop ends the process with SIGTERM, as a pod's deletion would, and waits.
+func (g *process) stop() {
 	select {
 	case <-g.exited:
 		return
@@ -248,7 +258,7 @@ func (e *estate) waitFor(what string, deadline time.Duration, cond func() (bool,
 	}
 }
 
-func (g *gate) tail() string { return tail(g.logs.String()) }
+func (g *process) tail() string { return tail(g.logs.String()) }
 
 func tail(s string) string {
 	if len(s) > 6000 {

@@ -72,7 +72,7 @@ func TestAReleaseThroughALeaderKilledMidRelease(t *testing.T) {
 		t.Errorf("the migration Job was started %d times, want once", n)
 	}
 	var logged []string
-	for _, g := range []*gate{first, other, e.gate} {
+	for _, g := range []*process{first, other, e.gate} {
 		for _, line := range strings.Split(g.logs.String(), "\n") {
 			var l struct{ Msg, Namespace, Job string }
 			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "migration started" && l.Namespace == e.ns && l.Job == up {
@@ -89,7 +89,7 @@ func TestAReleaseThroughALeaderKilledMidRelease(t *testing.T) {
 }
 
 // led reports whether g has logged that it leads.
-func led(g *gate) bool {
+func led(g *process) bool {
 	for _, line := range strings.Split(g.logs.String(), "\n") {
 		var l struct{ Msg string }
 		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "leading" {
@@ -99,7 +99,7 @@ func led(g *gate) bool {
 	return false
 }
 
-func waitLeading(e *estate, g *gate, who string, deadline time.Duration) {
+func waitLeading(e *estate, g *process, who string, deadline time.Duration) {
 	e.t.Helper()
 	e.waitFor(who+" to lead", deadline, func() (bool, string) { return led(g), "not leading" })
 }

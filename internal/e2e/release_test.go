@@ -8,6 +8,8 @@ import (
 	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
+	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 )
 
 // The two releases every scenario starts from: the first, which Flagger
@@ -42,14 +44,29 @@ func (e *estate) initialized() {
 //   - both promoted, their primaries run the new images, and the record says
 //     the new revision serves. No pod of the new templates started before the
 //     migration completed.
+//
+// The release record looks at the same releases through the Project's Flux
+// unit, which the test writes as Flux would: each release goes merged,
+// progressing and healthy (the one before superseded), or aborted when
+// Flagger fails it, and every event it sends is a valid CDEvent.
 func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 	e := newEstate(t)
+	rec := e.startRecord()
+	// Flux applied the first render before Flagger initialized its Canaries.
+	rec.unit("1.0.0", first.revision, first.revision)
 	e.initialized()
+	if r := rec.expect("1.0.0", rr.StateHealthy, evDeploying, evDeployed); r.GitRevision != "commit-of-1.0.0" || r.Image != first.revision {
+		t.Errorf("the first release's record names %q at %q", r.Image, r.GitRevision)
+	}
 
 	// Every pod created from here on is seen, canary copies included.
 	started := e.watchPods()
 	// Flux applies the Deployments and the suspended Jobs first.
 	e.members["auth-ui"].failing.Store(true)
+	// The pin moved; the unit has not applied it yet.
+	rec.unit("2.0.0", second.revision, first.revision)
+	rec.expect("2.0.0", rr.StateMerged, evDeploying, evDeployed)
+	rec.expect("1.0.0", rr.StateSuperseded, evDeploying, evDeployed)
 	e.apply(second.core(e.ns))
 	e.waitFor("Flagger to ask may-start at the serving revision and be held", time.Minute, func() (bool, string) {
 		for _, a := range e.answers("may-start", "auth-api") {
@@ -63,6 +80,10 @@ func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 		t.Fatalf("a pod of the new template started while its Canary carried the serving revision: %s", pods[0].Name)
 	}
 	e.apply(second.canaries(e.ns))
+	rec.unit("2.0.0", second.revision, second.revision)
+	// Flagger analyses and the gate holds: the release progresses, and
+	// stays so until both members are promoted and warmed up.
+	rec.expect("2.0.0", rr.StateProgressing, evDeploying, evDeployed, evDeploying)
 
 	// may-start waits for the migration the round starts under proof.
 	up := "auth-migration-" + tag(second.revision)
@@ -119,6 +140,9 @@ func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 		}
 	}
 	e.serving(second.revision, time.Minute)
+	if r := rec.expect("2.0.0", rr.StateHealthy, evDeploying, evDeployed, evDeploying, evUpgraded); r.PodHash == "" || r.HealthyAt.IsZero() {
+		t.Errorf("the healthy record names pods %q, healthy at %q", r.PodHash, r.HealthyAt)
+	}
 
 	// No pod of the new templates started before the migration completed.
 	done := e.job(up).Status.CompletionTime.Time
@@ -135,6 +159,7 @@ func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 	// /rollback says yes and Flagger fails the Canary on that tick.
 	e.apply(third.core(e.ns))
 	e.apply(third.canaries(e.ns))
+	rec.unit("3.0.0", third.revision, third.revision)
 	e.phase("auth-api", flaggerv1.CanaryPhaseProgressing, 3*time.Minute)
 	e.restart("auth-api:3", 3)
 	e.phase("auth-api", flaggerv1.CanaryPhaseFailed, time.Minute)
@@ -144,6 +169,11 @@ func TestAReleaseThroughTheRealFlagger(t *testing.T) {
 	if got := e.deployment("auth-api-primary").Spec.Template.Spec.Containers[0].Image; got != "auth-api:2" {
 		t.Errorf("auth-api's primary runs %s after the failed release, want auth-api:2", got)
 	}
+	all := []string{evDeploying, evDeployed, evDeploying, evUpgraded, evDeploying, evFailed}
+	if r := rec.expect("3.0.0", rr.StateAborted, all...); r.LastError == "" {
+		t.Errorf("the aborted record keeps no error")
+	}
+	rec.expect("2.0.0", rr.StateSuperseded, all...)
 
 	// A render whose Canaries name another Application: Flagger asks about
 	// that Application, whose inputs are not there, so the gate cannot
