@@ -102,7 +102,9 @@ status:
 		applied, ready, reason, time.Now().UTC().Format(time.RFC3339), r.e.ns))
 }
 
-func (r *recorder) id(version string) string { return r.project + "@" + version + ":" + recordCluster + "/" + recordEnv }
+func (r *recorder) id(version string) string {
+	return r.project + "@" + version + ":" + recordCluster + "/" + recordEnv
+}
 
 // expect waits until the record of version is in state, with the events
 // sent so far being events.
@@ -120,4 +122,3 @@ func (r *recorder) expect(version string, state rr.State, events ...string) rr.R
 	})
 	return rec
 }
-
