@@ -1,0 +1,248 @@
+package assign_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+func openBus(t testing.TB) *bus.Bus {
+	t.Helper()
+	server := testenv.NewNATS(t)
+	nc, err := nats.Connect(server.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := bus.Open(ctx, js, bus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// syncBuffer is a log the assigner writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// estate is a bus, a signing key and a trust of it.
+type estate struct {
+	t      testing.TB
+	bus    *bus.Bus
+	signer *composition.Signer
+	trust  *composition.Trust
+	now    time.Time
+}
+
+func newEstate(t testing.TB) *estate {
+	priv, pub, err := composition.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := composition.ParsePrivateKey(priv)
+	keys, _ := composition.ParsePublicKeys(pub)
+	trust, err := composition.NewTrust(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &estate{t: t, bus: openBus(t), signer: composition.NewSigner(key), trust: trust, now: time.Now().UTC()}
+}
+
+func (e *estate) put(store jetstream.KeyValue, key string, doc any) {
+	e.t.Helper()
+	raw, ok := doc.([]byte)
+	if !ok {
+		raw = bus.Encode(doc)
+	}
+	if _, err := store.Put(context.Background(), key, raw); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *estate) compose(signer *composition.Signer, node, module, fingerprint string) string {
+	e.t.Helper()
+	doc := composition.Document{Module: module, Fingerprint: fingerprint, Node: node, Files: map[string]composition.File{},
+		Command: composition.Command{Argv: []string{"bin/" + module}},
+		Health:  composition.Health{HTTP: "http://127.0.0.1:8080/healthz", Interval: composition.Duration(time.Second), Timeout: composition.Duration(time.Second)}}
+	envelope, err := composition.Sign(context.Background(), signer, doc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	entry, err := e.bus.WriteComposition(context.Background(), node, module, fingerprint, envelope)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return entry.Digest
+}
+
+func (e *estate) have(node, module, fingerprint string) {
+	e.t.Helper()
+	key, _ := bus.HaveKey(node, module)
+	e.put(e.bus.Haves, key, bus.Have{Fingerprint: fingerprint, Phase: bus.PhaseRunning, Health: bus.Healthy, At: time.Now().UTC()})
+}
+
+func (e *estate) want(node, module string) (bus.Want, bool) {
+	key, _ := bus.WantKey(node, module)
+	got, err := e.bus.Wants.Get(context.Background(), key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return bus.Want{}, false
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w, err := bus.DecodeWant(got.Value())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return w, true
+}
+
+// eventually waits for cond, failing after a deadline.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30 s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *estate) start(logs *syncBuffer) (*assign.Assigner, func()) {
+	a := &assign.Assigner{Bus: e.bus, Verifier: e.trust, Now: func() time.Time { return time.Now().UTC() },
+		Tick: 200 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	return a, func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("the assigner stopped with %v", err)
+		}
+	}
+}
+
+func TestAssignerCanaryFirstThenTheOthersAndAPutStays(t *testing.T) {
+	e := newEstate(t)
+	nodes := []string{"n1", "n2", "n3"}
+	modKey, _ := bus.ModuleKey("web")
+	e.put(e.bus.Modules, modKey, bus.Registration{Module: "web", Nodes: nodes, Providers: []string{}})
+	grantKey, _ := bus.GrantKey("web", "f2")
+	e.put(e.bus.Grants, grantKey, bus.Grant{Module: "web", Fingerprint: "f2", At: e.now})
+	digests := map[string]string{}
+	for _, n := range nodes {
+		digests[n] = e.compose(e.signer, n, "web", "f2")
+		e.have(n, "web", "f1")
+	}
+	put := bus.Want{Fingerprint: "f1", Digest: bus.Digest([]byte("f1 on n3")), Owner: bus.PutOwner("op"), At: e.now}
+	putKey, _ := bus.WantKey("n3", "web")
+	e.put(e.bus.Wants, putKey, put)
+	// Bad input on every side, each logged and skipped.
+	badBuild, _ := bus.BuildKey("web", "f9")
+	e.put(e.bus.Builds, badBuild, []byte(`{"module":"web"`))
+	strayBuild, _ := bus.BuildKey("nobody", "f1")
+	e.put(e.bus.Builds, strayBuild, bus.Build{Module: "nobody", Fingerprint: "f1", State: bus.BuildDone, At: e.now})
+	mismatched, _ := bus.BuildKey("web", "f8")
+	e.put(e.bus.Builds, mismatched, bus.Build{Module: "web", Fingerprint: "f7", State: bus.BuildDone, At: e.now})
+	badModule, _ := bus.ModuleKey("db")
+	e.put(e.bus.Modules, badModule, []byte(`{"module":"db","nodes":[]}`))
+
+	logs := &syncBuffer{}
+	a, stop := e.start(logs)
+	defer stop()
+	eventually(t, "the bad documents logged", func() bool {
+		s := logs.String()
+		return strings.Count(s, "skipped a document") >= 4 && strings.Contains(s, `unknown module \"nobody\"`)
+	})
+	if _, ok := e.want("n1", "web"); ok {
+		t.Fatal("a want written with no build done")
+	}
+
+	buildKey, _ := bus.BuildKey("web", "f2")
+	e.put(e.bus.Builds, buildKey, bus.Build{Module: "web", Fingerprint: "f2", State: bus.BuildDone, At: e.now})
+	eventually(t, "the canary's want", func() bool {
+		w, ok := e.want("n1", "web")
+		return ok && w.Fingerprint == "f2" && w.Digest == digests["n1"] && w.Owner == bus.OwnerRules
+	})
+	if _, ok := e.want("n2", "web"); ok {
+		t.Fatal("n2 wanted before the canary ran the build healthy")
+	}
+
+	ops, written := e.bus.Ops(), a.Written()
+	e.have("n1", "web", "f2")
+	eventually(t, "n2's want once the canary is healthy", func() bool {
+		w, ok := e.want("n2", "web")
+		return ok && w.Fingerprint == "f2" && w.Digest == digests["n2"]
+	})
+	if got, _ := e.want("n3", "web"); !got.Same(put) {
+		t.Fatalf("the put on n3 was written over: %+v", got)
+	}
+	if n := a.Written() - written; n != 1 || e.bus.Ops()-ops != 1 {
+		t.Fatalf("%d wants in %d operations, want one want in one", n, e.bus.Ops()-ops)
+	}
+
+	// A composition the trusted key did not sign is never wanted.
+	priv, _, err := composition.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, _ := composition.ParsePrivateKey(priv)
+	grant3, _ := bus.GrantKey("web", "f3")
+	e.put(e.bus.Grants, grant3, bus.Grant{Module: "web", Fingerprint: "f3", At: e.now})
+	e.compose(composition.NewSigner(otherKey), "n1", "web", "f3")
+	build3, _ := bus.BuildKey("web", "f3")
+	e.put(e.bus.Builds, build3, bus.Build{Module: "web", Fingerprint: "f3", State: bus.BuildDone, At: e.now.Add(time.Second)})
+	// A second module's want, written after the above, marks a pass that
+	// read them all.
+	apiKey, _ := bus.ModuleKey("api")
+	e.put(e.bus.Modules, apiKey, bus.Registration{Module: "api", Nodes: []string{"n1"}, Providers: []string{}})
+	apiGrant, _ := bus.GrantKey("api", "a1")
+	e.put(e.bus.Grants, apiGrant, bus.Grant{Module: "api", Fingerprint: "a1", At: e.now})
+	e.compose(e.signer, "n1", "api", "a1")
+	apiBuild, _ := bus.BuildKey("api", "a1")
+	e.put(e.bus.Builds, apiBuild, bus.Build{Module: "api", Fingerprint: "a1", State: bus.BuildDone, At: e.now})
+	eventually(t, "the marking want", func() bool {
+		w, ok := e.want("n1", "api")
+		return ok && w.Fingerprint == "a1"
+	})
+	if !strings.Contains(logs.String(), composition.ErrUnverified.Error()) {
+		t.Fatalf("the unsigned composition was not logged:\n%s", logs.String())
+	}
+	if w, _ := e.want("n1", "web"); w.Fingerprint != "f2" {
+		t.Fatalf("the canary wants %+v: a composition no trusted key signed was wanted", w)
+	}
+}
