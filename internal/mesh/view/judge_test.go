@@ -1,0 +1,195 @@
+package view_test
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
+)
+
+var (
+	t0     = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	dA, dB = bus.Digest([]byte("a")), bus.Digest([]byte("b"))
+)
+
+func want(fp, digest string, at time.Time) bus.Want {
+	return bus.Want{Fingerprint: fp, Digest: digest, Owner: bus.OwnerRules, At: at}
+}
+
+func have(fp, digest string, phase bus.Phase, health bus.Health, at time.Time) bus.Have {
+	return bus.Have{Fingerprint: fp, Digest: digest, Phase: phase, Health: health, At: at}
+}
+
+func TestJudgeAPlace(t *testing.T) {
+	now := t0.Add(time.Hour)
+	cases := []struct {
+		name string
+		want bus.Want
+		have *bus.Have
+		is   view.State
+	}{
+		{"no have yet, wanted just now", want("f1", dA, now.Add(-time.Minute)), nil, view.StateMoving},
+		{"no have, wanted long ago", want("f1", dA, now.Add(-11*time.Minute)), nil, view.StateStuck},
+		{"running healthy at the want", want("f1", dA, t0), ptr(have("f1", dA, bus.PhaseRunning, bus.Healthy, t0)), view.StateSettled},
+		{"running healthy at another composition of the fingerprint", want("f1", dA, t0), ptr(have("f1", dB, bus.PhaseRunning, bus.Healthy, t0)), view.StateStuck},
+		{"running the fingerprint before", want("f2", dB, now.Add(-time.Minute)), ptr(have("f1", dA, bus.PhaseRunning, bus.Healthy, t0)), view.StateMoving},
+		{"applying, moved a minute ago", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseApplying, bus.Unknown, now.Add(-time.Minute))), view.StateMoving},
+		{"running unhealthy for ten minutes", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now.Add(-10*time.Minute))), view.StateStuck},
+		{"failed long ago", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseFailed, bus.Unknown, t0)), view.StateStuck},
+		{"refused just now", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseRefused, bus.Unknown, now)), view.StateMoving},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			place := view.Place{Node: "n1", Module: "web"}
+			haves := map[view.Place]bus.Have{}
+			if c.have != nil {
+				haves[place] = *c.have
+			}
+			p := view.Judge(view.Source{}, map[view.Place]bus.Want{place: c.want}, haves, now, view.DefaultStuckAfter)
+			if len(p.Cells) != 1 || p.Cells[0].State != c.is {
+				t.Fatalf("%+v, want %s", p.Cells, c.is)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestDelivered(t *testing.T) {
+	src := view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2", "db": "g1"}}
+	settled := func(fp, d string) bus.Have { return have(fp, d, bus.PhaseRunning, bus.Healthy, t0) }
+	all := map[view.Place]bus.Want{
+		{"n1", "web"}: want("f2", dB, t0), {"n2", "web"}: want("f2", dB, t0), {"n1", "db"}: want("g1", dA, t0),
+	}
+	allHaves := map[view.Place]bus.Have{
+		{"n1", "web"}: settled("f2", dB), {"n2", "web"}: settled("f2", dB), {"n1", "db"}: settled("g1", dA),
+	}
+	cases := []struct {
+		name      string
+		src       view.Source
+		wants     map[view.Place]bus.Want
+		haves     map[view.Place]bus.Have
+		delivered bool
+	}{
+		{"every want the revision's and every have its want", src, all, allHaves, true},
+		{"no source revision", view.Source{}, all, allHaves, false},
+		{"one node still runs the fingerprint before", src, all, with(allHaves, view.Place{"n2", "web"}, settled("f1", dA)), false},
+		{"one want is not the revision's fingerprint", src, withW(all, view.Place{"n2", "web"}, want("f1", dA, t0)),
+			with(allHaves, view.Place{"n2", "web"}, settled("f1", dA)), false},
+		{"a module the revision names no node wants", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2", "db": "g1", "cache": "h1"}}, all, allHaves, false},
+		{"a module the revision does not name is not held to it", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}},
+			all, with(allHaves, view.Place{"n1", "db"}, have("g1", dA, bus.PhaseFailed, bus.Unknown, t0)), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := view.Judge(c.src, c.wants, c.haves, t0.Add(time.Minute), view.DefaultStuckAfter)
+			if p.Delivered != c.delivered {
+				t.Fatalf("delivered %v, want %v: %+v", p.Delivered, c.delivered, p.Cells)
+			}
+			var kinds []view.Kind
+			for _, e := range view.Events(p) {
+				kinds = append(kinds, e.Kind)
+			}
+			if slices.Contains(kinds, view.KindDelivered) != c.delivered {
+				t.Fatalf("events %v", kinds)
+			}
+		})
+	}
+}
+
+func with(m map[view.Place]bus.Have, p view.Place, h bus.Have) map[view.Place]bus.Have {
+	out := map[view.Place]bus.Have{}
+	for k, v := range m {
+		out[k] = v
+	}
+	out[p] = h
+	return out
+}
+
+func withW(m map[view.Place]bus.Want, p view.Place, w bus.Want) map[view.Place]bus.Want {
+	out := map[view.Place]bus.Want{}
+	for k, v := range m {
+		out[k] = v
+	}
+	out[p] = w
+	return out
+}
+
+// TestEventIDs holds each event to once per revision, and once per place
+// at one composition and kind.
+func TestEventIDs(t *testing.T) {
+	a := view.Event{Kind: view.KindSettled, Node: "n1", Module: "web", Digest: dA, Since: t0}
+	later := a
+	later.Since = t0.Add(time.Hour)
+	other := a
+	other.Digest = dB
+	if a.ID() != later.ID() || a.ID() == other.ID() {
+		t.Fatalf("%s %s %s", a.ID(), later.ID(), other.ID())
+	}
+	d1 := view.Event{Kind: view.KindDelivered, Revision: "r1"}
+	d2 := view.Event{Kind: view.KindDelivered, Revision: "r2"}
+	if d1.ID() == d2.ID() {
+		t.Fatal("two revisions, one id")
+	}
+}
+
+func TestRender(t *testing.T) {
+	place := view.Place{Node: "n1", Module: "web"}
+	p := view.Judge(view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}},
+		map[view.Place]bus.Want{place: {Fingerprint: "f2", Digest: dB, Owner: bus.PutOwner("op"), At: t0}},
+		map[view.Place]bus.Have{place: have("f2", dB, bus.PhaseRunning, bus.Healthy, t0)}, t0.Add(time.Minute), view.DefaultStuckAfter)
+	var plain, coloured bytes.Buffer
+	if err := view.Render(&plain, p, t0.Add(time.Minute), false); err != nil {
+		t.Fatal(err)
+	}
+	_ = view.Render(&coloured, p, t0.Add(time.Minute), true)
+	out := plain.String()
+	for _, s := range []string{"revision abc123: delivered", "web", "n1", "f2 (put:op)", "f2 running/healthy", "settled", "1m0s ago"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the table lacks %q:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") || !strings.Contains(coloured.String(), "\x1b[32msettled") {
+		t.Errorf("colour only on a terminal:\n%q\n%q", out, coloured.String())
+	}
+}
+
+func TestDecodeSource(t *testing.T) {
+	good := `{"revision":"abc123","modules":{"web":"f2"},"at":"2026-12-02T12:00:00Z"}`
+	if s, err := view.DecodeSource([]byte(good)); err != nil || s.Modules["web"] != "f2" {
+		t.Fatalf("%+v %v", s, err)
+	}
+	for _, bad := range []string{
+		`{}`, `{"revision":"","modules":{"web":"f2"},"at":"2026-12-02T12:00:00Z"}`,
+		`{"revision":"abc","modules":{},"at":"2026-12-02T12:00:00Z"}`,
+		`{"revision":"abc","modules":{"web":"f2"},"at":"yesterday"}`,
+		`{"revision":"abc","modules":{"web":"f2"},"at":"2026-12-02T12:00:00Z","extra":1}`,
+		`{"revision":"a b","modules":{"web":"f2"},"at":"2026-12-02T12:00:00Z"}`,
+		`{"revision":"abc","modules":{"":"f2"},"at":"2026-12-02T12:00:00Z"}`,
+	} {
+		if _, err := view.DecodeSource([]byte(bad)); err == nil {
+			t.Errorf("%s decoded", bad)
+		}
+	}
+}
+
+func FuzzDecodeSource(f *testing.F) {
+	f.Add([]byte(`{"revision":"abc123","modules":{"web":"f2"},"at":"2026-12-02T12:00:00Z"}`))
+	f.Add([]byte(`{"revision":"abc","modules":{"a..b":"f2"},"at":"2026-12-02T12:00:00Z"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		s, err := view.DecodeSource(raw)
+		if err != nil {
+			return
+		}
+		// What decodes is what the bus can key, and encodes back to a
+		// document that decodes the same.
+		again, err := view.DecodeSource(bus.Encode(s))
+		if err != nil || again.Revision != s.Revision || len(again.Modules) != len(s.Modules) {
+			t.Fatalf("%+v did not survive: %v", s, err)
+		}
+	})
+}

@@ -1,0 +1,214 @@
+package view_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+type world struct {
+	t    *testing.T
+	js   jetstream.JetStream
+	nc   *nats.Conn
+	bus  *bus.Bus
+	logs *testenv.LogBuffer
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	server := testenv.NewNATS(t)
+	nc, err := nats.Connect(server.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := bus.Open(ctx, js, bus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{t: t, js: js, nc: nc, bus: b, logs: &testenv.LogBuffer{}}
+}
+
+// view opens a view, as a fresh process would, at the clock now.
+func (w *world) view(now time.Time) *view.View {
+	w.t.Helper()
+	v, err := view.Open(context.Background(), w.js, w.bus, 1, slog.New(slog.NewJSONHandler(w.logs, nil)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	v.Now = func() time.Time { return now }
+	return v
+}
+
+func (w *world) put(kv jetstream.KeyValue, key string, doc any) {
+	w.t.Helper()
+	if _, err := kv.Put(context.Background(), key, bus.Encode(doc)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) tell(v *view.View) []string {
+	w.t.Helper()
+	p, err := v.Look(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	said, err := v.Tell(context.Background(), p)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range said {
+		ids = append(ids, e.ID())
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// published is every event the stream holds.
+func (w *world) published() []view.Event {
+	w.t.Helper()
+	ctx := context.Background()
+	s, err := w.js.Stream(ctx, view.EventsStream)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var out []view.Event
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var e view.Event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			w.t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func key(f func(string, string) (string, error), a, b string) string {
+	k, err := f(a, b)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// TestEachEventIsSaidOnce: a delivery's events said as it moves, each
+// once, and a restarted view says none of them again.
+func TestEachEventIsSaidOnce(t *testing.T) {
+	w := newWorld(t)
+	v := w.view(t0.Add(time.Minute))
+	sources := v.Sources
+	if err := view.WriteSource(context.Background(), sources, view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	w.put(w.bus.Wants, key(bus.WantKey, "n1", "web"), want("f2", dB, t0))
+	w.put(w.bus.Wants, key(bus.WantKey, "n2", "web"), want("f2", dB, t0))
+	w.put(w.bus.Haves, key(bus.HaveKey, "n1", "web"), have("f2", dB, bus.PhaseApplying, bus.Unknown, t0))
+	// A want that does not decode is skipped, and said so.
+	if _, err := w.bus.Wants.Put(context.Background(), key(bus.WantKey, "n3", "web"), []byte(`{"fingerprint":`)); err != nil {
+		t.Fatal(err)
+	}
+	moving := []string{"moving/n1/web/" + dB, "moving/n2/web/" + dB}
+	if got := w.tell(v); !slices.Equal(got, moving) {
+		t.Fatalf("said %v, want %v", got, moving)
+	}
+	if !strings.Contains(w.logs.String(), `"msg":"document skipped"`) {
+		t.Errorf("the bad want was not said:\n%s", w.logs)
+	}
+	if got := w.tell(v); len(got) != 0 {
+		t.Fatalf("said %v again", got)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		w.put(w.bus.Haves, key(bus.HaveKey, n, "web"), have("f2", dB, bus.PhaseRunning, bus.Healthy, t0.Add(time.Minute)))
+	}
+	done := []string{"delivered/abc123", "settled/n1/web/" + dB, "settled/n2/web/" + dB}
+	if got := w.tell(v); !slices.Equal(got, done) {
+		t.Fatalf("said %v, want %v", got, done)
+	}
+	// A restarted view says nothing it said.
+	if got := w.tell(w.view(t0.Add(time.Hour))); len(got) != 0 {
+		t.Fatalf("the restarted view said %v again", got)
+	}
+	if got := len(w.published()); got != 5 {
+		t.Fatalf("the stream holds %d events, not 5: %+v", got, w.published())
+	}
+}
+
+// TestAClaimLeftPendingIsSaidOnce: a view stopped after it published an
+// event but before it remembered so; the next one publishes again, and the
+// stream drops the repeat.
+func TestAClaimLeftPendingIsSaidOnce(t *testing.T) {
+	w := newWorld(t)
+	v := w.view(t0.Add(20 * time.Minute))
+	w.put(w.bus.Wants, key(bus.WantKey, "n1", "web"), want("f2", dB, t0))
+	e := view.Event{Kind: view.KindStuck, Node: "n1", Module: "web", Fingerprint: "f2", Digest: dB, Since: t0}
+	body, _ := json.Marshal(e)
+	if _, err := w.js.Publish(context.Background(), "mesh.events.stuck", body, jetstream.WithMsgID(e.ID())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Said.Create(context.Background(), "stuck.n1.web."+strings.TrimPrefix(dB, "sha256:"), []byte("pending")); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.tell(v); len(got) != 0 {
+		t.Fatalf("said %v, which was published before", got)
+	}
+	if got := w.published(); len(got) != 1 || got[0].Kind != view.KindStuck {
+		t.Fatalf("the stream holds %+v", got)
+	}
+	if got := w.tell(v); len(got) != 0 {
+		t.Fatalf("said %v again", got)
+	}
+}
+
+// TestRunSaysAChangeAsItHappens: the running view sees a have settle and
+// says it on mesh.events.settled.
+func TestRunSaysAChangeAsItHappens(t *testing.T) {
+	w := newWorld(t)
+	v := w.view(t0.Add(time.Minute))
+	sub, err := w.nc.SubscribeSync("mesh.events.settled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- v.Run(ctx, time.Minute) }()
+	w.put(w.bus.Wants, key(bus.WantKey, "n1", "web"), want("f2", dB, t0))
+	w.put(w.bus.Haves, key(bus.HaveKey, "n1", "web"), have("f2", dB, bus.PhaseRunning, bus.Healthy, t0))
+	m, err := sub.NextMsg(30 * time.Second)
+	if err != nil {
+		t.Fatalf("no settled event: %v\n%s", err, w.logs)
+	}
+	var e view.Event
+	if err := json.Unmarshal(m.Data, &e); err != nil || e.Node != "n1" || e.Module != "web" || e.Digest != dB {
+		t.Fatalf("%s: %v", m.Data, err)
+	}
+	cancel()
+	if err := <-ran; err != context.Canceled {
+		t.Fatalf("Run ended with %v", err)
+	}
+}
