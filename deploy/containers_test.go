@@ -17,9 +17,9 @@ import (
 const nonRoot = 65532
 
 // livenessPath is each service's liveness endpoint: the Collector and the
-// Reporter are restarted when they stop succeeding, the gate when it stops
+// Reporter and the release record are restarted when they stop succeeding, the gate when it stops
 // living.
-var livenessPath = map[string]string{"release-gate": "/healthz", "collector": "/fresh", "reporter": "/fresh"}
+var livenessPath = map[string]string{"release-gate": "/healthz", "collector": "/fresh", "reporter": "/fresh", "release-record": "/fresh"}
 
 // TestEveryContainerIsHardened holds every container of the base, the
 // overlay and the job templates to the restricted posture: not root but uid

@@ -99,12 +99,14 @@ func value(d *appsv1.Deployment, name string) string {
 // Flagger's pods (FLAGGER_NAMESPACE, FLAGGER_SELECTOR), the metrics stack's
 // (METRICS_SCRAPER_NAMESPACE, METRICS_SCRAPER_SELECTOR), the Reporter and
 // a dashboard; the Reporter admits Flux's notification-controller in
-// FLUX_NAMESPACE; the Collector admits no one. Each admits on its served
+// FLUX_NAMESPACE; the release record admits it too, Flagger's pods (its
+// event webhook), the metrics stack and a dashboard; the Collector admits no one. Each admits on its served
 // port alone, and reaches the cluster's DNS, the API server and what its
 // guide says it calls.
 func TestNetworkPoliciesAdmitTheGuidesCallers(t *testing.T) {
 	for set, o := range builds(t) {
 		gate, col, rep := o.deployment(t, "release-gate"), o.deployment(t, "collector"), o.deployment(t, "reporter")
+		rec := o.deployment(t, "release-record")
 		want := map[*appsv1.Deployment][]peer{
 			gate: {
 				peerFor(t, value(gate, "FLAGGER_NAMESPACE"), value(gate, "FLAGGER_SELECTOR")),
@@ -114,6 +116,12 @@ func TestNetworkPoliciesAdmitTheGuidesCallers(t *testing.T) {
 			},
 			col: nil,
 			rep: {peerFor(t, value(rep, "FLUX_NAMESPACE"), "app=notification-controller")},
+			rec: {
+				peerFor(t, value(rec, "FLUX_NAMESPACE"), "app=notification-controller"),
+				peerFor(t, value(gate, "FLAGGER_NAMESPACE"), value(gate, "FLAGGER_SELECTOR")),
+				peerFor(t, value(gate, "METRICS_SCRAPER_NAMESPACE"), value(gate, "METRICS_SCRAPER_SELECTOR")),
+				peerFor(t, "*", "delivery.jorisjonkers.dev/reads-releases=true"),
+			},
 		}
 		for d, callers := range want {
 			p := policyFor(t, o, d)
@@ -139,8 +147,11 @@ func TestNetworkPoliciesAdmitTheGuidesCallers(t *testing.T) {
 			}
 		}
 		gatePort := servedPort(t, gate.Spec.Template.Spec.Containers[0])
-		if toGate := fmt.Sprintf("%s app.kubernetes.io/instance=release-gate %d/TCP", gate.Namespace, gatePort); !slices.Contains(egressPeers(t, policyFor(t, o, rep)), toGate) {
-			t.Errorf("%s: the Reporter may not reach the gate's /releases (%s)", set, toGate)
+		toGate := fmt.Sprintf("%s app.kubernetes.io/instance=release-gate %d/TCP", gate.Namespace, gatePort)
+		for _, d := range []*appsv1.Deployment{rep, rec} {
+			if !slices.Contains(egressPeers(t, policyFor(t, o, d)), toGate) {
+				t.Errorf("%s: %s may not reach the gate's /releases (%s)", set, d.Name, toGate)
+			}
 		}
 		if !slices.Contains(egressPeers(t, policyFor(t, o, gate)), "* * any") {
 			t.Errorf("%s: the gate may not reach the members' Canary services for its own traffic", set)

@@ -19,6 +19,8 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/ociimage"
 	"github.com/JorisJonkers-dev/delivery/internal/postgrescatalog"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/releasehistory"
+	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultpolicy"
@@ -31,12 +33,24 @@ var variables = map[string][]settings.Variable{
 	"release-gate":     releasegate.Variables,
 	"collector":        collector.Variables,
 	"reporter":         reporter.Variables,
+	"release-record":   releaserecord.Variables,
 	"vault-policy":     vaultpolicy.Variables,
 	"postgres-catalog": postgrescatalog.Variables,
 	"garage-catalog":   garagecatalog.Variables,
 	"backup-files":     backupVariables("files"),
 	"backup-postgres":  backupVariables("postgres"),
 	"backup-rabbitmq":  backupVariables("rabbitmq"),
+}
+
+// variablesOf is the variables a container's binary reads, by its image;
+// the release record's image run with the argument sweep is the sweep,
+// which reads its own.
+func variablesOf(c corev1.Container) ([]settings.Variable, bool) {
+	if imageName(c.Image) == "release-record" && slices.Equal(c.Args, []string{"sweep"}) {
+		return releasehistory.SweepVariables, true
+	}
+	vars, ok := variables[imageName(c.Image)]
+	return vars, ok
 }
 
 func backupVariables(method string) []settings.Variable {
@@ -73,7 +87,7 @@ func TestEveryVariableSetIsOneItsServiceReads(t *testing.T) {
 				if !slices.Contains(ociimage.Names(), imageName(c.Image)) {
 					t.Errorf("%s: %s runs image %s, which make images does not build", set, w, c.Image)
 				}
-				vars, ok := variables[imageName(c.Image)]
+				vars, ok := variablesOf(c)
 				if !ok {
 					t.Errorf("%s: %s runs image %s, whose variables this test does not know", set, w, c.Image)
 					continue
