@@ -184,3 +184,91 @@ func NewNATS(t testing.TB) *NATS {
 	t.Cleanup(func() { _ = n.Remove() })
 	return n
 }
+
+// NATSCluster is JetStream servers routed to one another as one cluster,
+// for the tests that stop a peer in the middle of the writes.
+type NATSCluster struct {
+	Peers []*NATS
+}
+
+// StartNATSCluster starts size peers at once (a peer is healthy only once
+// the meta group has its quorum, so they cannot start one by one); Remove
+// ends them.
+func StartNATSCluster(ctx context.Context, size int) (*NATSCluster, error) {
+	bin, err := NATSBinary()
+	if err != nil {
+		return nil, err
+	}
+	c := &NATSCluster{}
+	for i := range size {
+		n, err := newNATS(bin, "mesh-"+strconv.Itoa(i))
+		if err != nil {
+			_ = c.Remove()
+			return nil, err
+		}
+		c.Peers = append(c.Peers, n)
+	}
+	for _, n := range c.Peers {
+		for _, other := range c.Peers {
+			if other != n {
+				n.routes = append(n.routes, "nats://127.0.0.1:"+strconv.Itoa(other.clusterP))
+			}
+		}
+	}
+	errs := make(chan error, size)
+	for _, n := range c.Peers {
+		go func() { errs <- n.Start(ctx) }()
+	}
+	for range size {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
+		_ = c.Remove()
+		return nil, err
+	}
+	return c, nil
+}
+
+// URLs is every peer's URL, comma-joined as nats.Connect takes them, so a
+// client goes on at another peer when one stops.
+func (c *NATSCluster) URLs() string {
+	urls := make([]string, len(c.Peers))
+	for i, n := range c.Peers {
+		urls[i] = n.URL
+	}
+	return strings.Join(urls, ",")
+}
+
+// Peer is the peer of a server name (mesh-<i>), as JetStream names a
+// stream's leader; nil for none.
+func (c *NATSCluster) Peer(name string) *NATS {
+	for _, n := range c.Peers {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Remove stops every peer and removes its store.
+func (c *NATSCluster) Remove() error {
+	var err error
+	for _, n := range c.Peers {
+		err = errors.Join(err, n.Remove())
+	}
+	return err
+}
+
+// NewNATSCluster starts a cluster of size peers for this test and removes
+// it when the test ends.
+func NewNATSCluster(t testing.TB, size int) *NATSCluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := StartNATSCluster(ctx, size)
+	if err != nil {
+		t.Fatalf("no NATS cluster for this test: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Remove() })
+	return c
+}
