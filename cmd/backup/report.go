@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/JorisJonkers-dev/delivery/internal/backup"
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 )
 
 // reporter is how restore and drill tell how they went: the Progress the
@@ -38,10 +37,7 @@ func newReporter(asJSON bool, stderr io.Writer, logger *slog.Logger) reporter {
 }
 
 // isTerminal reports whether w is a terminal; a test makes it say yes.
-var isTerminal = func(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd())) //nolint:gosec // a descriptor fits an int
-}
+var isTerminal = cli.IsTerminal
 
 // logReport writes one JSON line for each outcome and nothing while the
 // restore runs.
