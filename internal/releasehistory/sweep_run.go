@@ -52,9 +52,9 @@ type deleted struct {
 
 // Sweep lists the records, plans and does what the plan says: every stall
 // and deletion it can, a failed call not stopping the rest. It returns the
-// failures joined. A list that fails part-way still raises the stalls of
-// what it read but deletes nothing: the rollback window is only known from
-// every record.
+// failures joined; a cancelled ctx stops it between calls. A list that
+// fails part-way still raises the stalls of what it read but deletes
+// nothing: the rollback window is only known from every record.
 func (s *Sweeper) Sweep(ctx context.Context, p SweepPolicy, now time.Time) (Swept, error) {
 	entries, listErr := s.Cluster.List(ctx)
 	sw := Swept{Records: len(entries)}
@@ -66,31 +66,48 @@ func (s *Sweeper) Sweep(ctx context.Context, p SweepPolicy, now time.Time) (Swep
 	}
 	plan := PlanSweep(entries, p, now)
 	errs := []error{listErr}
-	for i := range plan.Stalls {
-		st := &plan.Stalls[i]
-		raised, err := s.Cluster.Alert(ctx, *st)
+	for _, st := range plan.Stalls {
+		if ctx.Err() != nil {
+			break
+		}
+		raised, err := s.Cluster.Alert(ctx, st)
 		if raised != "" {
 			sw.Raised++
-			if werr := s.write(stalled{Action: "stalled", Event: raised, Stall: *st}); werr != nil {
+			if werr := s.write(stalled{Action: "stalled", Event: raised, Stall: st}); werr != nil {
 				errs = append(errs, werr)
 			}
 		}
 		errs = append(errs, s.moved(ctx, &sw, "stall", st.Name, err))
 	}
-	if listErr == nil {
-		for i := range plan.Deletions {
-			d := &plan.Deletions[i]
-			err := s.Cluster.Delete(ctx, *d)
-			if err == nil {
-				sw.Deleted++
-				if werr := s.write(deleted{Action: "deleted", Deletion: *d}); werr != nil {
-					errs = append(errs, werr)
-				}
-			}
-			errs = append(errs, s.moved(ctx, &sw, "delete", d.Name, err))
+	for _, d := range plan.Deletions {
+		if listErr != nil || ctx.Err() != nil {
+			break
 		}
+		err := s.Cluster.Delete(ctx, d)
+		if err == nil {
+			sw.Deleted++
+			if werr := s.write(deleted{Action: "deleted", Deletion: d}); werr != nil {
+				errs = append(errs, werr)
+			}
+		}
+		errs = append(errs, s.moved(ctx, &sw, "delete", d.Name, err))
 	}
-	return sw, errors.Join(errs...)
+	return sw, joinFew(append(errs, ctx.Err()))
+}
+
+// shownFailures is how many failures a sweep's error spells out: an API
+// server that refuses every call would otherwise make one log line of
+// thousands.
+const shownFailures = 10
+
+// joinFew joins the errors, the first shownFailures of them, counting the
+// rest.
+func joinFew(errs []error) error {
+	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+	if len(errs) > shownFailures {
+		errs = append(errs[:shownFailures], fmt.Errorf("and %d more failures", len(errs)-shownFailures))
+	}
+	return errors.Join(errs...)
 }
 
 // moved says a record that moved since the list, which is no failure, and

@@ -156,3 +156,27 @@ func TestPlanSweepKeepsWhatWasListed(t *testing.T) {
 		t.Fatalf("%+v", plan)
 	}
 }
+
+// TestSweepSpellsOutTenFailures: an API server refusing every call makes
+// one error of ten failures and a count, not one of thousands; a cancelled
+// run stops between calls.
+func TestSweepSpellsOutTenFailures(t *testing.T) {
+	var entries []rh.Entry
+	failed := map[string]bool{}
+	for i := range 25 {
+		e := entry(rec(t, fmt.Sprint(i), rr.StateAborted, ago(30*day), ago(20*day)))
+		entries, failed[e.Name] = append(entries, e), true
+	}
+	_, _, _, err := sweepWith(t, &fakeCluster{entries: entries, failed: failed})
+	if err == nil || strings.Count(err.Error(), "forbidden") != 10 || !strings.HasSuffix(err.Error(), "and 15 more failures") {
+		t.Fatalf("error %v", err)
+	}
+
+	c := &fakeCluster{entries: entries}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := &rh.Sweeper{Cluster: c, Out: &bytes.Buffer{}, Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
+	if _, err := s.Sweep(ctx, policy, now); !errors.Is(err, context.Canceled) || len(c.deleted) != 0 {
+		t.Fatalf("a cancelled sweep: %v, deleted %v", err, c.deleted)
+	}
+}
