@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
+	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+func main() {
+	ctx, stop := server.SignalContext(context.Background())
+	code := run(ctx, os.Args[1:], os.Getenv, time.Now, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// invocation is what one run is handed: its environment, clock and outputs.
+type invocation struct {
+	getenv         func(string) string
+	now            func() time.Time
+	stdout, stderr io.Writer
+	logger         *slog.Logger
+}
+
+// exitCode ends a command that has already said why.
+type exitCode int
+
+func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
+
+// The variables mesh reads, each named in the help of the commands that
+// read it.
+var (
+	natsURL      = settings.Variable{Name: "NATS_URL", Default: "nats://127.0.0.1:4222", Meaning: "the NATS server (JetStream) the bus is on"}
+	trustedKeys  = settings.Variable{Name: "MESH_TRUSTED_KEYS", Default: settings.Required, Meaning: "a file of PEM Ed25519 public keys; a composition none of them signed is never wanted"}
+	onlineWindow = settings.Variable{Name: "ONLINE_WINDOW", Default: "2m", Meaning: "a node that wrote a have this recently is online; the first online node by name is a module's canary"}
+	tick         = settings.Variable{Name: "ASSIGN_TICK", Default: "15s", Meaning: "time between decisions when nothing on the bus changed (a node going offline changes the canary)"}
+	replicas     = settings.Variable{Name: "MESH_REPLICAS", Default: "1", Meaning: "the replica count of the buckets mesh makes"}
+)
+
+// variables are every variable mesh reads.
+var variables = []string{natsURL.Name, trustedKeys.Name, onlineWindow.Name, tick.Name, replicas.Name}
+
+func variablesOf(command string) []settings.Variable {
+	switch command {
+	case "compose":
+		return []settings.Variable{natsURL, replicas}
+	case "assigner":
+		return []settings.Variable{natsURL, trustedKeys, onlineWindow, tick, replicas}
+	case "put":
+		return []settings.Variable{natsURL, trustedKeys, replicas}
+	case "mesh":
+		return []settings.Variable{natsURL, trustedKeys, onlineWindow, tick, replicas}
+	default:
+		return nil
+	}
+}
+
+// run is the whole command, handed its arguments, environment, clock and
+// outputs so a test runs it end to end.
+func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
+	root := commands(invocation{getenv: getenv, now: now, stdout: stdout, stderr: stderr,
+		logger: slog.New(slog.NewJSONHandler(stderr, nil))})
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "mesh: name a command: key, compose, assigner or put\n\n%s", root.UsageString())
+		return 2
+	}
+	root.SetArgs(args)
+	failed, err := root.ExecuteContextC(ctx)
+	if code, ok := errors.AsType[exitCode](err); ok {
+		return int(code)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n\n%s", failed.CommandPath(), err, failed.UsageString())
+		return 2
+	}
+	return 0
+}
+
+func commands(in invocation) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mesh",
+		Short: "Deliver modules to nodes over a NATS JetStream bus",
+		Long: "mesh delivers modules straight to nodes: each node's want of each module names a build fingerprint\n" +
+			"and the digest of the one signed composition it allows. \"mesh key\" makes a signing key pair,\n" +
+			"\"mesh compose\" signs a composition and puts it on the bus, \"mesh assigner\" writes the wants the\n" +
+			"seven rules give, and \"mesh put\" holds one node's want by hand.",
+		Version:           cli.Version(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetVersionTemplate(cli.VersionLine("mesh") + "\n")
+	root.Flags().Bool("version", false, "print the version and exit")
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		help(c, args)
+		if vars := variablesOf(c.Name()); len(vars) > 0 {
+			fmt.Fprintln(c.OutOrStdout(), "\nEnvironment:")
+			cli.WriteVariables(c.OutOrStdout(), vars)
+		}
+	})
+	root.AddCommand(keyCommand(in), composeCommand(in), assignerCommand(in), putCommand(in))
+	return root
+}
