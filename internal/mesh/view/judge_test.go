@@ -2,6 +2,7 @@ package view_test
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -78,7 +79,7 @@ func TestDelivered(t *testing.T) {
 		{"every want the revision's and every have its want", src, all, allHaves, true},
 		{"no source revision", view.Source{}, all, allHaves, false},
 		{"one node still runs the fingerprint before", src, all, with(allHaves, view.Place{"n2", "web"}, settled("f1", dA)), false},
-		{"one want is not the revision's fingerprint", src, withW(all, view.Place{"n2", "web"}, want("f1", dA, t0)),
+		{"one want is not the revision's fingerprint", src, with(all, view.Place{"n2", "web"}, want("f1", dA, t0)),
 			with(allHaves, view.Place{"n2", "web"}, settled("f1", dA)), false},
 		{"a module the revision names no node wants", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2", "db": "g1", "cache": "h1"}}, all, allHaves, false},
 		{"a module the revision does not name is not held to it", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}},
@@ -101,21 +102,10 @@ func TestDelivered(t *testing.T) {
 	}
 }
 
-func with(m map[view.Place]bus.Have, p view.Place, h bus.Have) map[view.Place]bus.Have {
-	out := map[view.Place]bus.Have{}
-	for k, v := range m {
-		out[k] = v
-	}
-	out[p] = h
-	return out
-}
-
-func withW(m map[view.Place]bus.Want, p view.Place, w bus.Want) map[view.Place]bus.Want {
-	out := map[view.Place]bus.Want{}
-	for k, v := range m {
-		out[k] = v
-	}
-	out[p] = w
+// with is m with k set to v, m itself unchanged.
+func with[K comparable, V any](m map[K]V, k K, v V) map[K]V {
+	out := maps.Clone(m)
+	out[k] = v
 	return out
 }
 
