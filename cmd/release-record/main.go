@@ -10,11 +10,13 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
+	"github.com/JorisJonkers-dev/delivery/internal/releasehistory"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
@@ -43,6 +45,8 @@ type config struct {
 	gateURL         string
 	interval        time.Duration
 	addr            string
+	readCache       time.Duration
+	keepHealthy     int
 }
 
 // service is the release record as its --help tells it.
@@ -50,7 +54,7 @@ var service = cli.Service{
 	Name: "release-record",
 	Summary: "release-record keeps one record per release and sends the release events its facts make due as CDEvents:\n" +
 		"it looks at the Flux units, their sources and Canaries, and takes Argo Rollouts' and Argo CD's notifications.",
-	Variables: releaserecord.Variables,
+	Variables: slices.Concat(releaserecord.Variables, releasehistory.ReadVariables),
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -65,6 +69,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		gateURL:         s.String("GATE_URL", releaserecord.DefaultGateURL),
 		interval:        s.Duration("INTERVAL", 30*time.Second),
 		addr:            s.Address("ADDR", ":8080"),
+		readCache:       s.Duration("READ_CACHE", releasehistory.DefaultMaxAge),
+		keepHealthy:     s.PositiveInt("KEEP_HEALTHY", 5),
 	}
 	observe := s.String("FLUX_OBSERVE", "true")
 	pattern := s.String("ALLOWED_NAMESPACES", ".*")
@@ -118,6 +124,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 		logger.Error("cannot start", slog.String("error", err.Error()))
 		return 1
 	}
+	history, err := readHistory(cfg, getenv, now, logger)
+	if err != nil {
+		logger.Error("cannot start", slog.String("error", err.Error()))
+		return 1
+	}
 	loop := &periodic.Loop{Interval: cfg.interval, Pass: observer.Pass, Now: now, Logger: logger, Name: "look"}
 	prompts := &releaserecord.Prompts{HMACKey: cfg.hmacKey, Prompt: loop.Prompt}
 	if !cfg.observeFlux {
@@ -136,6 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 				}
 				prompts.Routes(mux)
 				facts.Routes(mux)
+				history.Routes(mux)
 			},
 		})
 	}
@@ -180,4 +192,19 @@ func build(cfg config, getenv func(string) string, now func() time.Time, logger 
 	flux := &releaserecord.Flux{Namespace: cfg.fluxNamespace, Cluster: cfg.cluster, Env: cfg.env, Kube: kube,
 		Gate: reporter.NewGateClient(cfg.gateURL), Origins: origins, Logger: logger}
 	return svc, &releaserecord.Observer{Source: flux, Service: svc, Logger: logger}, nil
+}
+
+// readHistory builds the read side: the read API, /metrics and the page,
+// over the records listed as the sweep lists them, cached READ_CACHE.
+func readHistory(cfg config, getenv func(string) string, now func() time.Time, logger *slog.Logger) (*releasehistory.API, error) {
+	rest, err := kubeclient.Config(getenv)
+	if err != nil {
+		return nil, err
+	}
+	list, err := releasehistory.NewKubeSweep(rest, cfg.recordNamespace)
+	if err != nil {
+		return nil, err
+	}
+	cache := releasehistory.NewCache(releasehistory.KubeRecords{List: list.List}, cfg.readCache, now)
+	return &releasehistory.API{Cache: cache, KeepHealthy: cfg.keepHealthy, Logger: logger, Now: now}, nil
 }

@@ -89,6 +89,17 @@ func (s *started) post(path string, header map[string]string, body string) (int,
 	return resp.StatusCode, resp.Header.Get(releaserecord.EffectHeader) + " " + string(raw)
 }
 
+func (s *started) get(path string) (int, string) {
+	s.t.Helper()
+	resp, err := http.Get("http://" + s.addr + path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
 func (s *started) end() {
 	s.t.Helper()
 	s.stop()
@@ -229,6 +240,17 @@ status:
 		t.Fatalf("/fresh: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	// The read side answers from the same records, under the same grant.
+	s.eventually("the read API lists both releases", func() bool {
+		code, body := s.get("/v1/releases?state=healthy")
+		return code == http.StatusOK && strings.Contains(body, `"releaseId":"`+flux+`"`) && strings.Contains(body, `"releaseId":"api@1.4.0:prod-eu/prod"`)
+	})
+	if code, body := s.get("/v1/rollback-eligible?app=api&env=prod&cluster=prod-eu&image=ghcr.io/acme/api:1.4.0"); code != http.StatusOK || !strings.Contains(body, `"eligible":true`) {
+		t.Fatalf("rollback-eligible: %d %s", code, body)
+	}
+	if code, body := s.get("/metrics"); code != http.StatusOK || !strings.Contains(body, `release_record_deployments_total{app="api",cluster="prod-eu",env="prod",outcome="succeeded"} 1`) {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
 	s.end()
 }
 
@@ -280,6 +302,8 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 		"observe neither":      {"FLUX_OBSERVE", "maybe"},
 		"an interval":          {"INTERVAL", "soon"},
 		"a gate not http":      {"GATE_URL", "release-gate:8080"},
+		"a read cache":         {"READ_CACHE", "briefly"},
+		"keep none healthy":    {"KEEP_HEALTHY", "0"},
 	} {
 		env := map[string]string{}
 		for k, v := range good {
@@ -311,7 +335,7 @@ func TestNoClusterStopsAtStart(t *testing.T) {
 
 // variables are the variables the table in docs/release-record.md names.
 var variables = []string{"CLUSTER_NAME", "ENVIRONMENT", "RECORD_NAMESPACE", "FACTS_MODE", "CDEVENTS_SINK", "FACTS_TOKEN",
-	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "INTERVAL", "ADDR", "KUBECONFIG"}
+	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "INTERVAL", "ADDR", "READ_CACHE", "KEEP_HEALTHY", "KUBECONFIG"}
 
 func TestCommandLine(t *testing.T) {
 	clitest.Check(t, "release-record", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
