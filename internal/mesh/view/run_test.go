@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -27,23 +28,9 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	server := testenv.NewNATS(t)
-	nc, err := nats.Connect(server.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := bus.Open(ctx, js, bus.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &world{t: t, js: js, nc: nc, bus: b, logs: &testenv.LogBuffer{}}
+	url := bustest.Embedded(t)
+	nc, js := bustest.Connect(t, url)
+	return &world{t: t, js: js, nc: nc, bus: bustest.Open(t, url, 1), logs: &testenv.LogBuffer{}}
 }
 
 // view opens a view, as a fresh process would, at the clock now.
