@@ -7,33 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
-	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 )
 
-func openBus(t *testing.T) *bus.Bus {
-	t.Helper()
-	server := testenv.NewNATS(t)
-	nc, err := nats.Connect(server.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := bus.Open(ctx, js, bus.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func openBus(t *testing.T) *bus.Bus { return bustest.Open(t, bustest.Embedded(t), 1) }
 
 func TestSwapReadsAgainOnConflict(t *testing.T) {
 	b := openBus(t)
