@@ -1,0 +1,64 @@
+package releasehistory_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	rh "github.com/JorisJonkers-dev/delivery/internal/releasehistory"
+	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+)
+
+func TestTimelineOf(t *testing.T) {
+	r := healthy(rec(t, "3", rr.StateSuperseded, ago(2*time.Hour), ago(10*time.Minute)), ago(time.Hour))
+	r.LastFactPhase, r.LastFactAt = "Healthy", ago(30*time.Minute)
+	r.EmittedLive, r.SupersededBy = []string{"deploying", "upgraded"}, "docs@4:prod-eu/prod"
+	var got []string
+	for _, m := range rh.TimelineOf(r) {
+		got = append(got, m.What)
+	}
+	want := "merged: ghcr.io/acme/docs:3|first healthy|last fact: Healthy|entered superseded|events sent: deploying, upgraded|superseded by docs@4:prod-eu/prod"
+	if strings.Join(got, "|") != strings.ReplaceAll(want, "by docs", "by: docs") {
+		t.Fatalf("%q", got)
+	}
+}
+
+func TestCharts(t *testing.T) {
+	charts := rh.Charts(history(t), now)
+	if len(charts) != 4 {
+		t.Fatalf("%d charts", len(charts))
+	}
+	// Three finished deployments of docs today, one of them failed.
+	if charts[0].Figure != "0.1 a day" || charts[2].Figure != "33%" || charts[3].Figure != "median 1h0m0s" || charts[1].Figure != "median 1h0m0s" {
+		t.Fatalf("%+v", []string{charts[0].Figure, charts[1].Figure, charts[2].Figure, charts[3].Figure})
+	}
+	if today := charts[0].Bars[rh.PageDays-1]; today.Height != 40 || charts[0].Bars[0].Height != 0 {
+		t.Fatalf("bars %+v", charts[0].Bars)
+	}
+	if empty := rh.Charts(nil, now); empty[2].Figure != "—" || empty[0].Bars[0].Height != 0 {
+		t.Fatalf("no records: %+v", empty)
+	}
+}
+
+// TestPageEscapes: a message and an asked release with markup are text.
+func TestPageEscapes(t *testing.T) {
+	h := api(t, &fakeRecords{recs: history(t)})
+	w := get(t, h, "/?release=docs@2:prod-eu/prod")
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(body, "&lt;img src=x onerror=") || strings.Contains(body, "<img") ||
+		!strings.Contains(body, `class="state state-aborted"`) || strings.Count(body, "<tr data-release=") != 5 {
+		t.Fatalf("%d %s", w.Code, body)
+	}
+	w = get(t, h, "/?release="+url.QueryEscape(`<b id="injected">x</b>`))
+	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), `<b id="injected">`) || !strings.Contains(w.Body.String(), "&lt;b id=") {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	if w := get(t, h, "/?colour=red"); w.Code != http.StatusBadRequest {
+		t.Fatalf("%d", w.Code)
+	}
+	if w := get(t, h, "/elsewhere"); w.Code != http.StatusNotFound {
+		t.Fatalf("a path not the page: %d", w.Code)
+	}
+}
