@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -31,20 +31,6 @@ func (w *wantWrites) counts() (keys, most, deletes int) {
 	return len(w.puts), most, w.deletes
 }
 
-func connectCluster(t *testing.T, c *testenv.NATSCluster) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 // TestALeaderStoppedMidWritesLosesNoWantAndWritesNoneTwice runs the
 // assigner on a three-peer JetStream cluster, its buckets in three
 // replicas, and stops the peer leading the wants' stream once a fifth of
@@ -54,10 +40,7 @@ func TestALeaderStoppedMidWritesLosesNoWantAndWritesNoneTwice(t *testing.T) {
 	c := testenv.NewNATSCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := bus.Open(ctx, connectCluster(t, c), bus.Options{Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := bustest.Open(t, c.URLs(), 3)
 	e := newEstate(t)
 	e.bus = b
 	const nodes, modules = 20, 25
@@ -80,7 +63,8 @@ func TestALeaderStoppedMidWritesLosesNoWantAndWritesNoneTwice(t *testing.T) {
 
 	// The test's own watch of the wants, on a connection of its own.
 	seen := &wantWrites{puts: map[string]int{}}
-	watch, err := connectCluster(t, c).KeyValue(ctx, bus.WantsBucket)
+	_, js := bustest.Connect(t, c.URLs())
+	watch, err := js.KeyValue(ctx, bus.WantsBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
