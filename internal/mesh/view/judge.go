@@ -2,10 +2,12 @@ package view
 
 import (
 	"cmp"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 )
 
 // DefaultStuckAfter is STUCK_AFTER's default: how long a module on a node
@@ -115,7 +117,7 @@ const (
 // Event is one thing the view says, once: a revision delivered, or a place
 // moving, settled or stuck at one composition.
 type Event struct {
-	Kind        Kind      `json:"kind"`
+	What        Kind      `json:"kind"`
 	Revision    string    `json:"revision,omitempty"`
 	Node        string    `json:"node,omitempty"`
 	Module      string    `json:"module,omitempty"`
@@ -126,11 +128,23 @@ type Event struct {
 
 // ID is what makes the event once: per revision, or per place at one
 // composition and kind.
-func (e Event) ID() string {
-	if e.Kind == KindDelivered {
-		return string(e.Kind) + "/" + e.Revision
+func (e Event) ID() string { return said.ID(e) }
+
+// Kind is the event's kind, for its subject (said.Event).
+func (e Event) Kind() string { return string(e.What) }
+
+// Names make it once: the revision, or the node, module and composition.
+func (e Event) Names() []string {
+	if e.What == KindDelivered {
+		return []string{e.Revision}
 	}
-	return string(e.Kind) + "/" + e.Node + "/" + e.Module + "/" + e.Digest
+	return []string{e.Node, e.Module, e.Digest}
+}
+
+// Attrs are its log line's fields.
+func (e Event) Attrs() []slog.Attr {
+	return []slog.Attr{slog.String("revision", e.Revision), slog.String("node", e.Node), slog.String("module", e.Module),
+		slog.String("fingerprint", e.Fingerprint), slog.String("digest", e.Digest), slog.Time("since", e.Since)}
 }
 
 // Events is what a picture has to say; the view says each one whose ID it
@@ -138,7 +152,7 @@ func (e Event) ID() string {
 func Events(p Picture) []Event {
 	var out []Event
 	for _, c := range p.Cells {
-		out = append(out, Event{Kind: Kind(c.State), Node: c.Node, Module: c.Module,
+		out = append(out, Event{What: Kind(c.State), Node: c.Node, Module: c.Module,
 			Fingerprint: c.Want.Fingerprint, Digest: c.Want.Digest, Since: c.Since})
 	}
 	if p.Delivered {
@@ -148,7 +162,7 @@ func Events(p Picture) []Event {
 				since = c.Since
 			}
 		}
-		out = append(out, Event{Kind: KindDelivered, Revision: p.Revision, Since: since})
+		out = append(out, Event{What: KindDelivered, Revision: p.Revision, Since: since})
 	}
 	return out
 }

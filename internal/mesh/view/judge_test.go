@@ -93,7 +93,7 @@ func TestDelivered(t *testing.T) {
 			}
 			var kinds []view.Kind
 			for _, e := range view.Events(p) {
-				kinds = append(kinds, e.Kind)
+				kinds = append(kinds, e.What)
 			}
 			if slices.Contains(kinds, view.KindDelivered) != c.delivered {
 				t.Fatalf("events %v", kinds)
@@ -112,7 +112,7 @@ func with[K comparable, V any](m map[K]V, k K, v V) map[K]V {
 // TestEventIDs holds each event to once per revision, and once per place
 // at one composition and kind.
 func TestEventIDs(t *testing.T) {
-	a := view.Event{Kind: view.KindSettled, Node: "n1", Module: "web", Digest: dA, Since: t0}
+	a := view.Event{What: view.KindSettled, Node: "n1", Module: "web", Digest: dA, Since: t0}
 	later := a
 	later.Since = t0.Add(time.Hour)
 	other := a
@@ -120,8 +120,8 @@ func TestEventIDs(t *testing.T) {
 	if a.ID() != later.ID() || a.ID() == other.ID() {
 		t.Fatalf("%s %s %s", a.ID(), later.ID(), other.ID())
 	}
-	d1 := view.Event{Kind: view.KindDelivered, Revision: "r1"}
-	d2 := view.Event{Kind: view.KindDelivered, Revision: "r2"}
+	d1 := view.Event{What: view.KindDelivered, Revision: "r1"}
+	d2 := view.Event{What: view.KindDelivered, Revision: "r2"}
 	if d1.ID() == d2.ID() {
 		t.Fatal("two revisions, one id")
 	}

@@ -2,23 +2,15 @@ package view
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
-)
-
-// The values a said-key holds: claimed and about to be published, or
-// published and acknowledged.
-const (
-	saidPending = "pending"
-	saidDone    = "said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 )
 
 // View watches the wants, the haves and source.main, and says each event
@@ -27,7 +19,7 @@ type View struct {
 	JS         jetstream.JetStream
 	Bus        *bus.Bus
 	Sources    jetstream.KeyValue
-	Said       jetstream.KeyValue
+	Teller     *said.Teller
 	StuckAfter time.Duration
 	Now        func() time.Time
 	Logger     *slog.Logger
@@ -40,22 +32,11 @@ func Open(ctx context.Context, js jetstream.JetStream, b *bus.Bus, replicas int,
 	if err != nil {
 		return nil, err
 	}
-	said, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: SaidBucket, Description: "each event the view said, by its id", Replicas: max(replicas, 1),
-	})
+	teller, err := said.Open(ctx, js, replicas, logger)
 	if err != nil {
-		return nil, fmt.Errorf("open the bucket %s: %w", SaidBucket, err)
+		return nil, err
 	}
-	// The stream drops a second publish of one event id within the window:
-	// two views, or one restarted between publishing and remembering, say
-	// an event once.
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: EventsStream, Subjects: []string{EventsSubjects}, Duplicates: time.Hour,
-		MaxAge: 30 * 24 * time.Hour, Replicas: max(replicas, 1),
-	}); err != nil {
-		return nil, fmt.Errorf("open the stream %s: %w", EventsStream, err)
-	}
-	return &View{JS: js, Bus: b, Sources: sources, Said: said, StuckAfter: DefaultStuckAfter, Now: time.Now, Logger: logger}, nil
+	return &View{JS: js, Bus: b, Sources: sources, Teller: teller, StuckAfter: DefaultStuckAfter, Now: time.Now, Logger: logger}, nil
 }
 
 // Look reads source.main, every want and every have, and judges them. A
@@ -135,80 +116,19 @@ func ReadAll(ctx context.Context, kv jetstream.KeyValue) (map[string][]byte, err
 // Tell says each event of the picture that was not said before, and
 // answers those it said now.
 func (v *View) Tell(ctx context.Context, p Picture) ([]Event, error) {
-	var said []Event
+	var told []Event
 	var failed error
 	for _, e := range Events(p) {
-		ok, err := v.tell(ctx, e)
+		ok, err := v.Teller.Tell(ctx, e, e)
 		if err != nil {
 			failed = errors.Join(failed, err)
 			continue
 		}
 		if ok {
-			said = append(said, e)
+			told = append(told, e)
 		}
 	}
-	return said, failed
-}
-
-// tell claims the event's key, publishes it and marks it said. A claim
-// left pending (a view stopped between the two) is published again: the
-// stream drops the repeat by the event's id.
-func (v *View) tell(ctx context.Context, e Event) (bool, error) {
-	key, err := saidKey(e)
-	if err != nil {
-		return false, err
-	}
-	revision, err := v.Said.Create(ctx, key, []byte(saidPending))
-	if bus.IsConflict(err) {
-		entry, gerr := v.Said.Get(ctx, key)
-		if gerr != nil {
-			return false, fmt.Errorf("read %s: %w", key, gerr)
-		}
-		if string(entry.Value()) == saidDone {
-			return false, nil
-		}
-		revision, err = entry.Revision(), nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("claim %s: %w", key, err)
-	}
-	body, err := json.Marshal(e)
-	if err != nil {
-		return false, err
-	}
-	ack, err := v.JS.Publish(ctx, "mesh.events."+string(e.Kind), body, jetstream.WithMsgID(e.ID()))
-	if err != nil {
-		return false, fmt.Errorf("publish %s: %w", e.ID(), err)
-	}
-	if _, err := v.Said.Update(ctx, key, []byte(saidDone), revision); err != nil && !bus.IsConflict(err) {
-		return false, fmt.Errorf("remember %s: %w", key, err)
-	}
-	if ack.Duplicate {
-		return false, nil
-	}
-	v.Logger.LogAttrs(ctx, slog.LevelInfo, "mesh event", slog.String("kind", string(e.Kind)), slog.String("revision", e.Revision),
-		slog.String("node", e.Node), slog.String("module", e.Module), slog.String("fingerprint", e.Fingerprint),
-		slog.String("digest", e.Digest), slog.Time("since", e.Since))
-	return true, nil
-}
-
-// saidKey is an event's id as a key the bucket allows: each name encoded.
-func saidKey(e Event) (string, error) {
-	names := []string{e.Revision}
-	if e.Kind != KindDelivered {
-		// A digest is sha256:<64 hex>: its hex alone keeps the key within
-		// the bus's 64 bytes a name.
-		names = []string{e.Node, e.Module, strings.TrimPrefix(e.Digest, "sha256:")}
-	}
-	tokens := []string{string(e.Kind)}
-	for _, n := range names {
-		t, err := bus.EncodeName(n)
-		if err != nil {
-			return "", fmt.Errorf("event %s: %w", e.ID(), err)
-		}
-		tokens = append(tokens, t)
-	}
-	return strings.Join(tokens, "."), nil
+	return told, failed
 }
 
 // Run looks and tells on every change of a want, a have or source.main, and

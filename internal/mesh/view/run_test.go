@@ -14,6 +14,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -57,12 +58,12 @@ func (w *world) tell(v *view.View) []string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	said, err := v.Tell(context.Background(), p)
+	told, err := v.Tell(context.Background(), p)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	var ids []string
-	for _, e := range said {
+	for _, e := range told {
 		ids = append(ids, e.ID())
 	}
 	slices.Sort(ids)
@@ -73,7 +74,7 @@ func (w *world) tell(v *view.View) []string {
 func (w *world) published() []view.Event {
 	w.t.Helper()
 	ctx := context.Background()
-	s, err := w.js.Stream(ctx, view.EventsStream)
+	s, err := w.js.Stream(ctx, said.EventsStream)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -153,18 +154,18 @@ func TestAClaimLeftPendingIsSaidOnce(t *testing.T) {
 	w := newWorld(t)
 	v := w.view(t0.Add(20 * time.Minute))
 	w.put(w.bus.Wants, key(bus.WantKey, "n1", "web"), want("f2", dB, t0))
-	e := view.Event{Kind: view.KindStuck, Node: "n1", Module: "web", Fingerprint: "f2", Digest: dB, Since: t0}
+	e := view.Event{What: view.KindStuck, Node: "n1", Module: "web", Fingerprint: "f2", Digest: dB, Since: t0}
 	body, _ := json.Marshal(e)
 	if _, err := w.js.Publish(context.Background(), "mesh.events.stuck", body, jetstream.WithMsgID(e.ID())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Said.Create(context.Background(), "stuck.n1.web."+strings.TrimPrefix(dB, "sha256:"), []byte("pending")); err != nil {
+	if _, err := v.Teller.Said.Create(context.Background(), "stuck.n1.web."+strings.TrimPrefix(dB, "sha256:"), []byte("pending")); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.tell(v); len(got) != 0 {
 		t.Fatalf("said %v, which was published before", got)
 	}
-	if got := w.published(); len(got) != 1 || got[0].Kind != view.KindStuck {
+	if got := w.published(); len(got) != 1 || got[0].What != view.KindStuck {
 		t.Fatalf("the stream holds %+v", got)
 	}
 	if got := w.tell(v); len(got) != 0 {

@@ -13,16 +13,10 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 )
 
-// The view's buckets and keys: CI's source revision, and what the view has
-// said.
+// The bucket and key of CI's source revision.
 const (
 	SourcesBucket = "mesh_sources"
 	SourceKey     = "source.main"
-	SaidBucket    = "mesh_view"
-	// EventsStream keeps the events said on EventsSubjects, and drops a
-	// repeat of one by its id.
-	EventsStream   = "mesh_events"
-	EventsSubjects = "mesh.events.>"
 )
 
 //go:embed schema/source.schema.json

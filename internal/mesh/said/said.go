@@ -1,0 +1,125 @@
+// Package said tells the mesh's events once. An event is claimed in the
+// mesh_said bucket before it is published on mesh.events.<kind> with its id
+// as the message id, and marked said after: two tellers, or one restarted
+// between publishing and remembering, say it once, as the stream drops a
+// repeat of an id. The view and the watchman tell through it.
+package said
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+)
+
+// The bucket of what was said, and the stream the events are kept in.
+const (
+	Bucket         = "mesh_said"
+	EventsStream   = "mesh_events"
+	EventsSubjects = "mesh.events.>"
+)
+
+// The values a said-key holds: claimed and about to be published, or
+// published and acknowledged.
+const (
+	pending = "pending"
+	done    = "said"
+)
+
+// Event is one thing to say once.
+type Event interface {
+	// Kind names its subject, mesh.events.<kind>.
+	Kind() string
+	// Names are what make it once, each encoded into its key: the key is
+	// <kind>.<name>.<name>…
+	Names() []string
+	// Attrs are its log line's fields.
+	Attrs() []slog.Attr
+}
+
+// ID is an event's id: its kind and names, joined by slashes.
+func ID(e Event) string { return strings.Join(append([]string{e.Kind()}, e.Names()...), "/") }
+
+// Key is an event's key in the said bucket. A digest's name is its hex
+// alone, so the key stays within the bus's 64 bytes a name.
+func Key(e Event) (string, error) {
+	tokens := []string{e.Kind()}
+	for _, n := range e.Names() {
+		t, err := bus.EncodeName(strings.TrimPrefix(n, "sha256:"))
+		if err != nil {
+			return "", fmt.Errorf("event %s: %w", ID(e), err)
+		}
+		tokens = append(tokens, t)
+	}
+	return strings.Join(tokens, "."), nil
+}
+
+// Teller says events once.
+type Teller struct {
+	JS     jetstream.JetStream
+	Said   jetstream.KeyValue
+	Logger *slog.Logger
+}
+
+// Open makes the said bucket and the events stream where they are not.
+func Open(ctx context.Context, js jetstream.JetStream, replicas int, logger *slog.Logger) (*Teller, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: Bucket, Description: "each event the mesh said, by its id", Replicas: max(replicas, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open the bucket %s: %w", Bucket, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: EventsStream, Subjects: []string{EventsSubjects}, Duplicates: time.Hour,
+		MaxAge: 30 * 24 * time.Hour, Replicas: max(replicas, 1),
+	}); err != nil {
+		return nil, fmt.Errorf("open the stream %s: %w", EventsStream, err)
+	}
+	return &Teller{JS: js, Said: kv, Logger: logger}, nil
+}
+
+// Tell says e unless it was said, publishing body; it answers whether it
+// said it now. A claim left pending is published again, and the stream
+// drops the repeat.
+func (t *Teller) Tell(ctx context.Context, e Event, body any) (bool, error) {
+	key, err := Key(e)
+	if err != nil {
+		return false, err
+	}
+	revision, err := t.Said.Create(ctx, key, []byte(pending))
+	if bus.IsConflict(err) {
+		entry, gerr := t.Said.Get(ctx, key)
+		if gerr != nil {
+			return false, fmt.Errorf("read %s: %w", key, gerr)
+		}
+		if string(entry.Value()) == done {
+			return false, nil
+		}
+		revision, err = entry.Revision(), nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", key, err)
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return false, err
+	}
+	ack, err := t.JS.Publish(ctx, "mesh.events."+e.Kind(), raw, jetstream.WithMsgID(ID(e)))
+	if err != nil {
+		return false, fmt.Errorf("publish %s: %w", ID(e), err)
+	}
+	if _, err := t.Said.Update(ctx, key, []byte(done), revision); err != nil && !bus.IsConflict(err) {
+		return false, fmt.Errorf("remember %s: %w", key, err)
+	}
+	if ack.Duplicate {
+		return false, nil
+	}
+	t.Logger.LogAttrs(ctx, slog.LevelInfo, "mesh event", append([]slog.Attr{slog.String("kind", e.Kind())}, e.Attrs()...)...)
+	return true, nil
+}
