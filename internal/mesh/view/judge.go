@@ -15,7 +15,7 @@ import (
 const DefaultStuckAfter = 10 * time.Minute
 
 // Place is one module on one node.
-type Place struct{ Node, Module string }
+type Place = bus.Place
 
 // State is where a module on a node stands.
 type State string

@@ -60,14 +60,16 @@ func TestJudgeAPlace(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+func at(node, module string) view.Place { return view.Place{Node: node, Module: module} }
+
 func TestDelivered(t *testing.T) {
 	src := view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2", "db": "g1"}}
 	settled := func(fp, d string) bus.Have { return have(fp, d, bus.PhaseRunning, bus.Healthy, t0) }
 	all := map[view.Place]bus.Want{
-		{"n1", "web"}: want("f2", dB, t0), {"n2", "web"}: want("f2", dB, t0), {"n1", "db"}: want("g1", dA, t0),
+		at("n1", "web"): want("f2", dB, t0), at("n2", "web"): want("f2", dB, t0), at("n1", "db"): want("g1", dA, t0),
 	}
 	allHaves := map[view.Place]bus.Have{
-		{"n1", "web"}: settled("f2", dB), {"n2", "web"}: settled("f2", dB), {"n1", "db"}: settled("g1", dA),
+		at("n1", "web"): settled("f2", dB), at("n2", "web"): settled("f2", dB), at("n1", "db"): settled("g1", dA),
 	}
 	cases := []struct {
 		name      string
@@ -78,12 +80,12 @@ func TestDelivered(t *testing.T) {
 	}{
 		{"every want the revision's and every have its want", src, all, allHaves, true},
 		{"no source revision", view.Source{}, all, allHaves, false},
-		{"one node still runs the fingerprint before", src, all, with(allHaves, view.Place{"n2", "web"}, settled("f1", dA)), false},
-		{"one want is not the revision's fingerprint", src, with(all, view.Place{"n2", "web"}, want("f1", dA, t0)),
-			with(allHaves, view.Place{"n2", "web"}, settled("f1", dA)), false},
+		{"one node still runs the fingerprint before", src, all, with(allHaves, at("n2", "web"), settled("f1", dA)), false},
+		{"one want is not the revision's fingerprint", src, with(all, at("n2", "web"), want("f1", dA, t0)),
+			with(allHaves, at("n2", "web"), settled("f1", dA)), false},
 		{"a module the revision names no node wants", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2", "db": "g1", "cache": "h1"}}, all, allHaves, false},
 		{"a module the revision does not name is not held to it", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}},
-			all, with(allHaves, view.Place{"n1", "db"}, have("g1", dA, bus.PhaseFailed, bus.Unknown, t0)), true},
+			all, with(allHaves, at("n1", "db"), have("g1", dA, bus.PhaseFailed, bus.Unknown, t0)), true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

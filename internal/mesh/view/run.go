@@ -52,65 +52,20 @@ func (v *View) Look(ctx context.Context) (Picture, error) {
 			v.Logger.Warn("document skipped", slog.String("key", SourceKey), slog.String("error", err.Error()))
 		}
 	}
-	wants, err := readPlaces(ctx, v, v.Bus.Wants, bus.KindWant, bus.DecodeWant)
+	skipped := func(bucket string) func(string, error) {
+		return func(key string, err error) {
+			v.Logger.Warn("document skipped", slog.String("bucket", bucket), slog.String("key", key), slog.String("error", err.Error()))
+		}
+	}
+	wants, err := bus.ReadPlaces(ctx, v.Bus.Wants, bus.KindWant, bus.DecodeWant, skipped(bus.WantsBucket))
 	if err != nil {
 		return Picture{}, err
 	}
-	haves, err := readPlaces(ctx, v, v.Bus.Haves, bus.KindHave, bus.DecodeHave)
+	haves, err := bus.ReadPlaces(ctx, v.Bus.Haves, bus.KindHave, bus.DecodeHave, skipped(bus.HavesBucket))
 	if err != nil {
 		return Picture{}, err
 	}
 	return Judge(src, wants, haves, v.Now(), v.StuckAfter), nil
-}
-
-// readPlaces reads every key of a want or have bucket by node and module.
-func readPlaces[T any](ctx context.Context, v *View, kv jetstream.KeyValue, kind bus.Kind, decode func([]byte) (T, error)) (map[Place]T, error) {
-	entries, err := ReadAll(ctx, kv)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[Place]T, len(entries))
-	for key, raw := range entries {
-		k, err := bus.ParseKey(key)
-		if err == nil && k.Kind != kind {
-			err = fmt.Errorf("not a %s key", kind)
-		}
-		var doc T
-		if err == nil {
-			doc, err = decode(raw)
-		}
-		if err != nil {
-			v.Logger.Warn("document skipped", slog.String("bucket", kv.Bucket()), slog.String("key", key), slog.String("error", err.Error()))
-			continue
-		}
-		out[Place{Node: k.Node, Module: k.Module}] = doc
-	}
-	return out, nil
-}
-
-// ReadAll is every live key of a bucket and its value, read as one watch's
-// initial values: one request for the whole bucket, not one per key.
-func ReadAll(ctx context.Context, kv jetstream.KeyValue) (map[string][]byte, error) {
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", kv.Bucket(), err)
-	}
-	defer func() { _ = w.Stop() }()
-	out := map[string][]byte{}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("read %s: %w", kv.Bucket(), ctx.Err())
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, fmt.Errorf("read %s: the watch ended", kv.Bucket())
-			}
-			if e == nil {
-				return out, nil // the initial values are all in
-			}
-			out[e.Key()] = e.Value()
-		}
-	}
 }
 
 // Tell says each event of the picture that was not said before, and
