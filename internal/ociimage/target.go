@@ -34,6 +34,7 @@ var targets = []Target{
 	{Name: "vault-policy", Command: "vault-policy", Description: "The job that applies the Vault policies and roles deploy-kit renders"},
 	{Name: "postgres-catalog", Command: "postgres-catalog", Description: "The job that applies a PostgreSQL server's database catalog"},
 	{Name: "garage-catalog", Command: "garage-catalog", Description: "The job that applies the bucket catalog to Garage"},
+	{Name: "mesh", Command: "mesh", Description: "Node delivery: mesh assigner writes the wants, mesh key, compose and put beside it"},
 	{Name: "backup-files", Command: "backup", Args: []string{"files"}, Description: "backup files: one generation of a volume"},
 	{Name: "backup-postgres", Command: "backup", Args: []string{"postgres"}, Description: NoPgDumpall},
 	{Name: "backup-rabbitmq", Command: "backup", Args: []string{"rabbitmq"}, Description: "backup rabbitmq: one generation of a broker's definitions"},

@@ -1,0 +1,63 @@
+package assign_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+)
+
+// BenchmarkLiveAssigner is the assigner against a real JetStream server:
+// 1,000 nodes of one module, every composition signed and on the bus, the
+// canary's want written; it measures from the canary's healthy have to the
+// other 999 wants written, and the bus operations each want cost.
+func BenchmarkLiveAssigner(b *testing.B) {
+	const nodes = 1000
+	b.StopTimer()
+	for range b.N {
+		e := newEstate(b)
+		names := make([]string, nodes)
+		for i := range names {
+			names[i] = fmt.Sprintf("node-%04d", i)
+		}
+		modKey, _ := bus.ModuleKey("web")
+		e.put(e.bus.Modules, modKey, bus.Registration{Module: "web", Nodes: names, Providers: []string{}})
+		grantKey, _ := bus.GrantKey("web", "f2")
+		e.put(e.bus.Grants, grantKey, bus.Grant{Module: "web", Fingerprint: "f2", At: e.now})
+		for _, n := range names {
+			e.compose(e.signer, n, "web", "f2")
+			e.have(n, "web", "f1")
+		}
+		a := &assign.Assigner{Bus: e.bus, Verifier: e.trust, Now: func() time.Time { return time.Now().UTC() },
+			Tick: time.Minute, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx) }()
+		buildKey, _ := bus.BuildKey("web", "f2")
+		e.put(e.bus.Builds, buildKey, bus.Build{Module: "web", Fingerprint: "f2", State: bus.BuildDone, At: e.now})
+		eventually(b, "the canary's want", func() bool { return a.Written() == 1 })
+		ops, written := e.bus.Ops(), a.Written()
+		b.StartTimer()
+		start := time.Now()
+		e.have(names[0], "web", "f2")
+		for a.Written() < nodes {
+			time.Sleep(time.Millisecond)
+			if time.Since(start) > time.Minute {
+				b.Fatalf("%d wants written in a minute", a.Written())
+			}
+		}
+		took := time.Since(start)
+		b.StopTimer()
+		b.ReportMetric(took.Seconds(), "s/rollout")
+		b.ReportMetric(float64(e.bus.Ops()-ops)/float64(a.Written()-written), "ops/want")
+		cancel()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
