@@ -92,7 +92,7 @@ func BuildPage(snap Snapshot, asked string, now time.Time) Page {
 		id, err := rr.ParseReleaseID(asked)
 		switch rec, ok := Find(snap.Records, id.String()); {
 		case err != nil:
-			p.Missing = err.Error()
+			p.Missing = "not a release id (<app>@<version>:<cluster>/<env>): " + asked
 		case !ok:
 			p.Missing = "no record of the release " + asked
 		default:

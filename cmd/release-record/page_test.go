@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+// chromium finds Debian's chromium. Without it the test skips on a
+// developer's machine and fails under CI, where the test setup installs it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("no chromium under CI: scripts/test-deps.sh installs it (%v)", err)
+	}
+	t.Skipf("no chromium (%v); scripts/test-deps.sh installs it", err)
+	return ""
+}
+
+// markup is a failure message a release could carry: shown as text, it
+// runs nothing and adds no element.
+const markup = `<img id="injected" src=x onerror="document.title='injected'">`
+
+// TestReleasePageInABrowser runs the service whole under its grant against
+// records in the API server and loads its page in a headless Chromium: a
+// row per release with its state's colour, the timeline of the release
+// asked for, the four charts, and every value with markup shown as text.
+func TestReleasePageInABrowser(t *testing.T) {
+	bin := chromium(t)
+	cp := testenv.Shared(t)
+	recordNS := cp.Namespace(t)
+	kubeconfig := grant(t, cp, recordNS)
+	now := time.Now().UTC().Truncate(time.Second)
+	release := func(app, version string, state releaserecord.State, merged, at, healthy time.Duration) releaserecord.Record {
+		id, err := releaserecord.NewReleaseID(app, version, "prod-eu", "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := releaserecord.NewRecord(releaserecord.Release{ID: id, Image: "ghcr.io/acme/" + app + ":" + version}, now.Add(-merged))
+		r.State, r.StateAt, r.LastFactAt, r.LastFactPhase = state, now.Add(-at), now.Add(-at), "Progressing"
+		if healthy > 0 {
+			r.HealthyAt = now.Add(-healthy)
+		}
+		return r
+	}
+	aborted := release("docs", "2.0.0", releaserecord.StateAborted, 3*time.Hour, 2*time.Hour, 0)
+	aborted.LastError, aborted.LastFactPhase, aborted.EmittedLive = markup, "Degraded", []string{"deploying", "failed.aborted"}
+	recs := []releaserecord.Record{
+		release("docs", "1.0.0", releaserecord.StateSuperseded, 5*time.Hour, time.Hour, 4*time.Hour),
+		aborted,
+		release("docs", "2.0.1", releaserecord.StateHealthy, 90*time.Minute, time.Hour, time.Hour),
+		release("shop", "9.1.0", releaserecord.StateProgressing, 10*time.Minute, 5*time.Minute, 0),
+	}
+	for _, r := range recs {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: r.Name(), Namespace: recordNS, Labels: r.Labels()}, Data: r.Data()}
+		if _, err := cp.Kube.CoreV1().ConfigMaps(recordNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := start(t, map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "RECORD_NAMESPACE": recordNS, "FACTS_MODE": "shadow",
+		"FLUX_OBSERVE": "false", "KUBECONFIG": kubeconfig})
+	defer s.end()
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+	// The first action starts the browser, so it has no deadline of its own.
+	page := "http://" + s.addr + "/?release=" + url.QueryEscape(aborted.ReleaseID)
+	if err := chromedp.Do(browser, chromedp.Navigate(page)); err != nil {
+		t.Fatalf("load %s: %v", page, err)
+	}
+	ctx, cancel := context.WithTimeout(browser, 30*time.Second)
+	defer cancel()
+	eval := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+
+	rows := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.dataset.release + ' ' + r.querySelector('.state').textContent).join('|')`)
+	if want := "shop@9.1.0:prod-eu/prod progressing|docs@2.0.1:prod-eu/prod healthy|docs@2.0.0:prod-eu/prod aborted|docs@1.0.0:prod-eu/prod superseded"; rows != want {
+		t.Fatalf("rows %q, want %q", rows, want)
+	}
+	colours := eval(`['healthy','aborted','progressing','superseded'].map(s => getComputedStyle(document.querySelector('#releases .state-' + s)).backgroundColor).join('|')`)
+	if colours != "rgb(46, 125, 50)|rgb(198, 40, 40)|rgb(21, 101, 192)|rgb(117, 117, 117)" {
+		t.Fatalf("state colours %q", colours)
+	}
+	if lead := eval(`document.querySelector('#releases tr[data-release="docs@2.0.1:prod-eu/prod"] td:nth-child(6)').textContent`); lead != "30m0s" {
+		t.Fatalf("merged to healthy %q", lead)
+	}
+	if charts := eval(`Array.from(document.querySelectorAll('.chart h3')).map(h => h.textContent + ' ' + h.nextElementSibling.textContent).join('|')`); !strings.Contains(charts, "Change failure rate 33%") ||
+		strings.Count(charts, "|") != 3 {
+		t.Fatalf("charts %q", charts)
+	}
+	timeline := eval(`document.querySelector('#release .timeline').innerText`)
+	if !strings.Contains(timeline, "first failure: "+markup) || !strings.Contains(timeline, "last fact: Degraded") ||
+		!strings.Contains(timeline, "events sent: deploying, failed.aborted") {
+		t.Fatalf("timeline %q", timeline)
+	}
+	if n := eval(`String(document.querySelectorAll('#injected, img').length) + ' ' + document.title`); n != "0 Releases" {
+		t.Fatalf("the markup became elements or ran: %q", n)
+	}
+	screenshot(ctx, t, "release-page.png")
+
+	// A release id asked for with markup in it is shown as text too.
+	asked := `<b id="injected">x</b>`
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+s.addr+"/?release="+url.QueryEscape(asked))); err != nil {
+		t.Fatal(err)
+	}
+	if missing := eval(`document.querySelector('#release .missing').textContent`); !strings.Contains(missing, asked) {
+		t.Fatalf("the asked release %q", missing)
+	}
+	if n := eval(`String(document.querySelectorAll('#injected, b').length)`); n != "0" {
+		t.Fatalf("%s elements injected", n)
+	}
+}
+
+// screenshot saves the page as a PNG (quality 100; less is a JPEG) in the
+// test's output folder.
+func screenshot(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, png, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
