@@ -89,25 +89,7 @@ func (v *View) Tell(ctx context.Context, p Picture) ([]Event, error) {
 // Run looks and tells on every change of a want, a have or source.main, and
 // every tick (a place turns stuck with time alone), until ctx ends.
 func (v *View) Run(ctx context.Context, tick time.Duration) error {
-	changed := make(chan struct{}, 1)
-	for _, kv := range []jetstream.KeyValue{v.Bus.Wants, v.Bus.Haves, v.Sources} {
-		w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
-		if err != nil {
-			return fmt.Errorf("watch %s: %w", kv.Bucket(), err)
-		}
-		go func() {
-			defer func() { _ = w.Stop() }()
-			for range w.Updates() {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
-		}()
-	}
-	ticker := time.NewTicker(tick)
-	defer ticker.Stop()
-	for {
+	return bus.EveryChange(ctx, tick, func(ctx context.Context) {
 		p, err := v.Look(ctx)
 		if err == nil {
 			_, err = v.Tell(ctx, p)
@@ -115,11 +97,5 @@ func (v *View) Run(ctx context.Context, tick time.Duration) error {
 		if err != nil && ctx.Err() == nil {
 			v.Logger.Error("look failed", slog.String("error", err.Error()))
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		case <-ticker.C:
-		}
-	}
+	}, v.Bus.Wants, v.Bus.Haves, v.Sources)
 }
