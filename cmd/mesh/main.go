@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "mesh: name a command: key, compose, assigner or put\n\n%s", root.UsageString())
+		fmt.Fprintf(stderr, "mesh: a command is required: key, compose, assigner or put\n\n%s", root.UsageString())
 		return 2
 	}
 	root.SetArgs(args)
