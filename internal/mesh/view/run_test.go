@@ -3,6 +3,7 @@ package view_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -196,7 +197,7 @@ func TestRunSaysAChangeAsItHappens(t *testing.T) {
 		t.Fatalf("%s: %v", m.Data, err)
 	}
 	cancel()
-	if err := <-ran; err != context.Canceled {
+	if err := <-ran; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run ended with %v", err)
 	}
 }
