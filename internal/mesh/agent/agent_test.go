@@ -1,0 +1,133 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
+)
+
+var d1, d2 = bus.Digest([]byte("v1")), bus.Digest([]byte("v2"))
+
+func TestDecide(t *testing.T) {
+	want := bus.Want{Fingerprint: "f2", Digest: d2, Owner: bus.OwnerRules}
+	cases := []struct {
+		name    string
+		running agent.Running
+		offer   agent.Offer
+		action  agent.Action
+		why     string
+	}{
+		{"runs the want", agent.Running{Fingerprint: "f2", Digest: d2}, agent.Offer{Found: true, Digest: d2}, agent.ActionNone, "runs what the want names"},
+		{"no composition yet", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{}, agent.ActionNone, "no composition"},
+		{"the composition the want names, verified", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d2}, agent.ActionApply, "names f2"},
+		{"nothing runs yet", agent.Running{}, agent.Offer{Found: true, Digest: d2}, agent.ActionApply, "names f2"},
+		{"another composition of the fingerprint", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d1}, agent.ActionRefuse, "is not the want's"},
+		{"the composition does not verify", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d2, Unverified: "signed by no trusted key"}, agent.ActionRefuse, "does not verify: signed by no trusted key"},
+		{"the same fingerprint at another composition", agent.Running{Fingerprint: "f2", Digest: d1}, agent.Offer{Found: true, Digest: d2}, agent.ActionApply, "names f2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			action, why := agent.Decide(want, c.running, c.offer)
+			if action != c.action || !strings.Contains(why, c.why) {
+				t.Fatalf("%s (%s), want %s (%s)", action, why, c.action, c.why)
+			}
+		})
+	}
+}
+
+func doc(fingerprint string, files map[string]composition.File) composition.Document {
+	return composition.Document{Module: "web/api", Fingerprint: fingerprint, Node: "n1", Files: files,
+		Command: composition.Command{Argv: []string{"bin/web"}}}
+}
+
+func TestInstallAndSwitch(t *testing.T) {
+	l := agent.Layout{Root: t.TempDir()}
+	if r, _, err := l.Current("web/api"); err != nil || r != (agent.Running{}) {
+		t.Fatalf("a module never switched runs %+v, %v", r, err)
+	}
+	v1 := doc("f1", map[string]composition.File{"bin/web": {Content: "#!/bin/sh\n", Mode: "0755"}, "etc/web.conf": {Content: "a=1\n", Mode: "0600"}})
+	dir, err := l.Install(v1, d1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Switch("web/api", d1); err != nil {
+		t.Fatal(err)
+	}
+	r, current, err := l.Current("web/api")
+	if err != nil || r != (agent.Running{Fingerprint: "f1", Digest: d1}) || current != dir {
+		t.Fatalf("runs %+v from %s (%v), want f1 from %s", r, current, err, dir)
+	}
+	for p, mode := range map[string]os.FileMode{"bin/web": 0o755, "etc/web.conf": 0o600} {
+		info, err := os.Stat(filepath.Join(current, p))
+		if err != nil || info.Mode().Perm() != mode {
+			t.Fatalf("%s: %v %v, want mode %o", p, info.Mode(), err, mode)
+		}
+	}
+	// The module's folder is its key-safe name: no '/' nests it.
+	if mods, err := l.Modules(); err != nil || len(mods) != 1 || mods[0] != "web/api" {
+		t.Fatalf("modules %v, %v", mods, err)
+	}
+	// Installed again: the same folder, untouched.
+	if again, err := l.Install(v1, d1); err != nil || again != dir {
+		t.Fatalf("%s %v", again, err)
+	}
+}
+
+// TestACutShortInstallLeavesTheOldVersion: an install that fails half way,
+// or a crash's leftover folder, never shows: current names the old version
+// until a complete new one is switched to.
+func TestACutShortInstallLeavesTheOldVersion(t *testing.T) {
+	l := agent.Layout{Root: t.TempDir()}
+	if _, err := l.Install(doc("f1", map[string]composition.File{"a": {Content: "1", Mode: "0644"}}), d1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Switch("web/api", d1); err != nil {
+		t.Fatal(err)
+	}
+	// "a" a file and a folder at once: the second write fails.
+	broken := doc("f2", map[string]composition.File{"a": {Content: "2", Mode: "0644"}, "a/b": {Content: "2", Mode: "0644"}})
+	if _, err := l.Install(broken, d2); err == nil {
+		t.Fatal("an install that cannot be laid down succeeded")
+	}
+	if err := l.Switch("web/api", d2); err == nil {
+		t.Fatal("switched to a version never laid down whole")
+	}
+	if r, _, _ := l.Current("web/api"); r.Fingerprint != "f1" {
+		t.Fatalf("runs %+v after a failed install", r)
+	}
+	// A crash's leftover: removed by the next install, never switched to.
+	folder := filepath.Join(l.Root, "web_2fapi", "releases")
+	leftover := filepath.Join(folder, ".install-dead")
+	if err := os.MkdirAll(filepath.Join(leftover, "half"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Install(doc("f2", map[string]composition.File{"a": {Content: "2", Mode: "0644"}}), d2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Fatalf("the leftover stays: %v", err)
+	}
+	if r, _, _ := l.Current("web/api"); r.Fingerprint != "f1" {
+		t.Fatalf("an install alone switched to %+v", r)
+	}
+	if err := l.Switch("web/api", d2); err != nil {
+		t.Fatal(err)
+	}
+	if r, dir, _ := l.Current("web/api"); r.Fingerprint != "f2" || readFile(t, filepath.Join(dir, "a")) != "2" {
+		t.Fatalf("runs %+v", r)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
