@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -87,6 +88,6 @@ func histogram(d *prometheus.Desc, obs []time.Duration, k ServiceKey) prometheus
 // own. It names what the read API names, so it answers anyone.
 func (a *API) MetricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(Collector{a.Cache}, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(Collector{a.Cache}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
