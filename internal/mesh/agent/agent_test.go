@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
@@ -42,7 +43,8 @@ func TestDecide(t *testing.T) {
 
 func doc(fingerprint string, files map[string]composition.File) composition.Document {
 	return composition.Document{Module: "web/api", Fingerprint: fingerprint, Node: "n1", Files: files,
-		Command: composition.Command{Argv: []string{"bin/web"}}}
+		Command: composition.Command{Argv: []string{"bin/web"}},
+		Health:  composition.Health{Command: []string{"true"}, Interval: composition.Duration(time.Second), Timeout: composition.Duration(time.Second)}}
 }
 
 func TestInstallAndSwitch(t *testing.T) {

@@ -57,7 +57,7 @@ func (l Layout) Current(module string) (Running, string, error) {
 		return Running{}, "", fmt.Errorf("read %s: %w", link, err)
 	}
 	dir := filepath.Join(folder, target)
-	raw, err := os.ReadFile(filepath.Join(dir, releaseFile))
+	raw, err := os.ReadFile(filepath.Join(dir, releaseFile)) //nolint:gosec // a version's folder under MESH_ROOT
 	if err != nil {
 		return Running{}, "", fmt.Errorf("module %s: the version current names: %w", module, err)
 	}
@@ -100,7 +100,7 @@ func (l Layout) Install(doc composition.Document, digest string) (string, error)
 	if _, err := os.Stat(filepath.Join(dir, releaseFile)); err == nil {
 		return dir, nil
 	}
-	if err := os.MkdirAll(releases, 0o755); err != nil {
+	if err := os.MkdirAll(releases, 0o750); err != nil {
 		return "", err
 	}
 	if err := l.removeLeftovers(releases); err != nil {
@@ -121,7 +121,7 @@ func (l Layout) Install(doc composition.Document, digest string) (string, error)
 }
 
 func writeVersion(dir string, doc composition.Document, digest string) error {
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, 0o750); err != nil {
 		return err
 	}
 	for p, f := range doc.Files {
@@ -129,12 +129,21 @@ func writeVersion(dir string, doc composition.Document, digest string) error {
 			return err
 		}
 		file := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
 			return err
 		}
 		if err := writeSynced(file, []byte(f.Content), f.Perm()); err != nil {
 			return err
 		}
+	}
+	// The composition it was laid down from, for an agent that starts it
+	// again from disk.
+	encoded, err := doc.Encode()
+	if err != nil {
+		return err
+	}
+	if err := writeSynced(filepath.Join(dir, documentFile), encoded, 0o600); err != nil {
+		return err
 	}
 	record, err := json.Marshal(Running{Fingerprint: doc.Fingerprint, Digest: digest})
 	if err != nil {
@@ -186,7 +195,7 @@ func (l Layout) removeLeftovers(releases string) error {
 }
 
 func writeSynced(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm) //nolint:gosec // a path under MESH_ROOT
 	if err != nil {
 		return err
 	}
@@ -208,7 +217,7 @@ func writeSynced(path string, data []byte, perm os.FileMode) error {
 // syncDir makes a folder's new entries durable, so a rename survives a
 // power cut as well as a crash.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := os.Open(dir) //nolint:gosec // a folder under MESH_ROOT
 	if err != nil {
 		return err
 	}

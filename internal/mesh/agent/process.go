@@ -38,7 +38,8 @@ func StartProcess(dir string, c composition.Command, output io.Writer) (*Process
 	if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
 		argv[0] = filepath.Join(dir, filepath.FromSlash(argv[0]))
 	}
-	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec // the command a verified composition names
+	// A module outlives any request of the agent's: Stop ends it, no context.
+	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec,noctx // the command a verified composition names
 	cmd.Dir = filepath.Join(dir, filepath.FromSlash(c.Dir))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
@@ -125,7 +126,11 @@ func WaitHealthy(ctx context.Context, p *Process, h composition.Health, dir stri
 		}
 		select {
 		case <-p.Exited():
-			return fmt.Errorf("the process ended: %v (last check: %w)", p.err, err)
+			ended := p.err
+			if ended == nil {
+				ended = errors.New("exit status 0")
+			}
+			return fmt.Errorf("the process ended: %w (last check: %w)", ended, err)
 		case <-ctx.Done():
 			return err
 		case <-time.After(time.Duration(h.Interval)):

@@ -1,0 +1,233 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+// TestMain is also the module the agents run: started with MESH_TEST_SERVE
+// set, the test binary serves that address, answering / with its
+// FINGERPRINT and /healthz with 200 (503 with MESH_TEST_UNHEALTHY set).
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("MESH_TEST_SERVE"); addr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, os.Getenv("FINGERPRINT")) })
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			if os.Getenv("MESH_TEST_UNHEALTHY") != "" {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		})
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: time.Second}
+		_ = srv.ListenAndServe()
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// node is one node's agent on an embedded bus, its module served on addr.
+type node struct {
+	t      *testing.T
+	bus    *bus.Bus
+	signer *composition.Signer
+	trust  *composition.Trust
+	root   string
+	addr   string
+	logs   *testenv.LogBuffer
+}
+
+func newNode(t *testing.T) *node {
+	t.Helper()
+	priv, pub, err := composition.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := composition.ParsePrivateKey(priv)
+	keys, _ := composition.ParsePublicKeys(pub)
+	trust, err := composition.NewTrust(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := testenv.FreeAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &node{t: t, bus: bustest.Open(t, bustest.Embedded(t), 1), signer: composition.NewSigner(key), trust: trust,
+		root: t.TempDir(), addr: addr, logs: &testenv.LogBuffer{}}
+}
+
+// start runs an agent until the test ends; its modules are stopped then.
+func (n *node) start() *agent.Agent {
+	n.t.Helper()
+	a := &agent.Agent{Node: "n1", Bus: n.bus, Trust: n.trust, Layout: agent.Layout{Root: n.root}, Grace: 2 * time.Second,
+		HealthWithin: 10 * time.Second, Tick: 200 * time.Millisecond, Output: n.logs, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	n.t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			n.t.Errorf("the agent ended with %v", err)
+		}
+		a.Stop()
+	})
+	return a
+}
+
+// compose signs the module web at fingerprint for n1 with signer and puts
+// it on the bus; it answers the envelope's digest.
+func (n *node) compose(signer *composition.Signer, fingerprint string, env map[string]string) (string, []byte) {
+	n.t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	vars := map[string]string{"MESH_TEST_SERVE": n.addr, "FINGERPRINT": fingerprint}
+	for k, v := range env {
+		vars[k] = v
+	}
+	doc := composition.Document{Module: "web", Fingerprint: fingerprint, Node: "n1",
+		Files:   map[string]composition.File{"etc/web.conf": {Content: "fingerprint=" + fingerprint + "\n", Mode: "0644"}},
+		Command: composition.Command{Argv: []string{self}, Env: vars},
+		Health:  composition.Health{HTTP: "http://" + n.addr + "/healthz", Interval: composition.Duration(200 * time.Millisecond), Timeout: composition.Duration(200 * time.Millisecond)}}
+	envelope, err := composition.Sign(context.Background(), signer, doc)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	entry, err := n.bus.WriteComposition(context.Background(), "n1", "web", fingerprint, envelope)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return entry.Digest, envelope
+}
+
+func (n *node) want(fingerprint, digest string) {
+	n.t.Helper()
+	key, _ := bus.WantKey("n1", "web")
+	if _, err := n.bus.Wants.Put(context.Background(), key, bus.Encode(bus.Want{Fingerprint: fingerprint, Digest: digest, Owner: bus.OwnerRules, At: time.Now().UTC()})); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// have waits until the node's have of web satisfies ok.
+func (n *node) have(what string, ok func(bus.Have) bool) bus.Have {
+	n.t.Helper()
+	key, _ := bus.HaveKey("n1", "web")
+	deadline := time.Now().Add(30 * time.Second)
+	var last bus.Have
+	for {
+		entry, err := n.bus.Haves.Get(context.Background(), key)
+		if err == nil {
+			if last, err = bus.DecodeHave(entry.Value()); err == nil && ok(last) {
+				return last
+			}
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			n.t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("no have %s within 30 s; last %+v\n%s", what, last, n.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// serves is what the module at the node's address answers.
+func (n *node) serves() string {
+	n.t.Helper()
+	resp, err := http.Get("http://" + n.addr + "/") //nolint:noctx // the client's own timeout
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+func running(fp string) func(bus.Have) bool {
+	return func(h bus.Have) bool {
+		return h.Fingerprint == fp && h.Phase == bus.PhaseRunning && h.Health == bus.Healthy
+	}
+}
+
+// TestTheAgentAppliesOnlyWhatItIsSignedTo walks one node through a first
+// apply, an upgrade, a composition signed by an unknown key, one altered
+// by a byte, and a restart of the agent, which reads what runs from disk.
+func TestTheAgentAppliesOnlyWhatItIsSignedTo(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	d1, _ := n.compose(n.signer, "f1", nil)
+	n.want("f1", d1)
+	n.have("f1 running healthy", running("f1"))
+	if got := n.serves(); got != "f1" {
+		t.Fatalf("the module answers %q", got)
+	}
+
+	d2, _ := n.compose(n.signer, "f2", nil)
+	n.want("f2", d2)
+	n.have("f2 running healthy", running("f2"))
+	if got := n.serves(); got != "f2" {
+		t.Fatalf("the module answers %q after the upgrade", got)
+	}
+
+	// Signed by a key the node does not trust: refused, f2 runs on.
+	priv, _, _ := composition.GenerateKey()
+	stranger, _ := composition.ParsePrivateKey(priv)
+	d3, _ := n.compose(composition.NewSigner(stranger), "f3", nil)
+	n.want("f3", d3)
+	h := n.have("refused", func(h bus.Have) bool { return h.Phase == bus.PhaseRefused })
+	if h.Fingerprint != "f2" || !strings.Contains(h.Reason, "does not verify") || n.serves() != "f2" {
+		t.Fatalf("have %+v, serving %q", h, n.serves())
+	}
+
+	// The want names one envelope; the bucket holds it altered by a byte.
+	_, envelope := n.compose(n.signer, "f4", nil)
+	d4 := bus.Digest(envelope)
+	altered := []byte(strings.Replace(string(envelope), `"payload":"`, `"payload":"A`, 1))
+	if _, err := n.bus.WriteComposition(context.Background(), "n1", "web", "f4", altered); err != nil {
+		t.Fatal(err)
+	}
+	n.want("f4", d4)
+	h = n.have("refused f4", func(h bus.Have) bool {
+		return h.Phase == bus.PhaseRefused && strings.Contains(h.Reason, "is not the want's")
+	})
+	if h.Fingerprint != "f2" || n.serves() != "f2" {
+		t.Fatalf("have %+v, serving %q", h, n.serves())
+	}
+}
+
+// TestARestartedAgentReadsWhatRunsFromDisk: a new agent over the same
+// folder starts the version current names and writes its have again, the
+// bus's want notwithstanding.
+func TestARestartedAgentReadsWhatRunsFromDisk(t *testing.T) {
+	n := newNode(t)
+	first := n.start()
+	d1, _ := n.compose(n.signer, "f1", nil)
+	n.want("f1", d1)
+	n.have("f1 running healthy", running("f1"))
+	first.Stop()
+	key, _ := bus.HaveKey("n1", "web")
+	if err := n.bus.Haves.Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	// The next agent starts what its disk says, and writes its have
+	// again before any want is read.
+	n.start()
+	n.have("f1 again, from disk", running("f1"))
+	if got := n.serves(); got != "f1" {
+		t.Fatalf("the module answers %q", got)
+	}
+}
