@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,7 +197,11 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 			a.failed(ctx, module, next, errors.New("the module holds data and no backup seat answers: not applied"))
 			return
 		}
-		if err := a.Backup.BackUp(ctx, module, doc.DataDir); err != nil {
+		data, err := a.Layout.DataDir(module, doc.DataDir)
+		if err == nil {
+			err = a.Backup.BackUp(ctx, module, data)
+		}
+		if err != nil {
 			a.failed(ctx, module, next, fmt.Errorf("no backup of %s, so not applied: %w", doc.DataDir, err))
 			return
 		}
@@ -222,7 +227,24 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 
 // start runs a version and writes how it went.
 func (a *Agent) start(ctx context.Context, module string, running Running, doc composition.Document, dir string) {
-	p, err := StartProcess(dir, doc.Command, a.Output)
+	command := doc.Command
+	if doc.HoldsData {
+		// The module finds its data where every version of it does.
+		data, err := a.Layout.DataDir(module, doc.DataDir)
+		if err == nil {
+			err = os.MkdirAll(data, 0o700)
+		}
+		if err != nil {
+			a.failed(ctx, module, running, err)
+			return
+		}
+		command.Env = maps.Clone(command.Env)
+		if command.Env == nil {
+			command.Env = map[string]string{}
+		}
+		command.Env["MESH_DATA_DIR"] = data
+	}
+	p, err := StartProcess(dir, command, a.Output)
 	if err != nil {
 		a.failed(ctx, module, running, err)
 		return

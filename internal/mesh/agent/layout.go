@@ -41,6 +41,19 @@ func (l Layout) folder(module string) (string, error) {
 	return filepath.Join(l.Root, name), nil
 }
 
+// DataDir is where module keeps the data its composition's dataDir names:
+// beside its versions, not in one, so every version finds it.
+func (l Layout) DataDir(module, dataDir string) (string, error) {
+	folder, err := l.folder(module)
+	if err != nil {
+		return "", err
+	}
+	if err := composition.CheckPath(dataDir); err != nil {
+		return "", err
+	}
+	return filepath.Join(folder, "data", filepath.FromSlash(dataDir)), nil
+}
+
 // Current is what runs of module and the folder it runs from; a module
 // never switched runs nothing (zero Running, no error).
 func (l Layout) Current(module string) (Running, string, error) {

@@ -7,16 +7,19 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/JorisJonkers-dev/delivery/internal/backup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -25,6 +28,9 @@ import (
 // FINGERPRINT and /healthz with 200 (503 with MESH_TEST_UNHEALTHY set).
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("MESH_TEST_SERVE"); addr != "" {
+		if data := os.Getenv("MESH_DATA_DIR"); data != "" {
+			_ = os.WriteFile(filepath.Join(data, "seen-"+os.Getenv("FINGERPRINT")), nil, 0o600)
+		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, os.Getenv("FINGERPRINT")) })
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -71,9 +77,12 @@ func newNode(t *testing.T) *node {
 }
 
 // start runs an agent until the test ends; its modules are stopped then.
-func (n *node) start() *agent.Agent {
+func (n *node) start() *agent.Agent { return n.startWith(nil) }
+
+// startWith is start with a backup seat.
+func (n *node) startWith(backup agent.Backup) *agent.Agent {
 	n.t.Helper()
-	a := &agent.Agent{Node: "n1", Bus: n.bus, Trust: n.trust, Layout: agent.Layout{Root: n.root}, Grace: 2 * time.Second,
+	a := &agent.Agent{Backup: backup, Node: "n1", Bus: n.bus, Trust: n.trust, Layout: agent.Layout{Root: n.root}, Grace: 2 * time.Second,
 		HealthWithin: 10 * time.Second, Tick: 200 * time.Millisecond, Output: n.logs, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -92,6 +101,12 @@ func (n *node) start() *agent.Agent {
 // it on the bus; it answers the envelope's digest.
 func (n *node) compose(signer *composition.Signer, fingerprint string, env map[string]string) (string, []byte) {
 	n.t.Helper()
+	return n.composeDoc(signer, fingerprint, env, false)
+}
+
+// composeDoc is compose, of a module that holds data when data is set.
+func (n *node) composeDoc(signer *composition.Signer, fingerprint string, env map[string]string, data bool) (string, []byte) {
+	n.t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		n.t.Fatal(err)
@@ -104,6 +119,9 @@ func (n *node) compose(signer *composition.Signer, fingerprint string, env map[s
 		Files:   map[string]composition.File{"etc/web.conf": {Content: "fingerprint=" + fingerprint + "\n", Mode: "0644"}},
 		Command: composition.Command{Argv: []string{self}, Env: vars},
 		Health:  composition.Health{HTTP: "http://" + n.addr + "/healthz", Interval: composition.Duration(200 * time.Millisecond), Timeout: composition.Duration(200 * time.Millisecond)}}
+	if data {
+		doc.HoldsData, doc.DataDir = true, "db"
+	}
 	envelope, err := composition.Sign(context.Background(), signer, doc)
 	if err != nil {
 		n.t.Fatal(err)
@@ -229,5 +247,52 @@ func TestARestartedAgentReadsWhatRunsFromDisk(t *testing.T) {
 	n.have("f1 again, from disk", running("f1"))
 	if got := n.serves(); got != "f1" {
 		t.Fatalf("the module answers %q", got)
+	}
+}
+
+// TestADataModuleIsBackedUpBeforeItIsApplied: with no seat a module that
+// holds data is not applied; with one, each apply waits for a backup of
+// the data the version before wrote, and that generation restores.
+func TestADataModuleIsBackedUpBeforeItIsApplied(t *testing.T) {
+	n := newNode(t)
+	d1, _ := n.composeDoc(n.signer, "f1", nil, true)
+	n.want("f1", d1)
+	first := n.start()
+	h := n.have("failed for want of a backup", func(h bus.Have) bool { return h.Phase == bus.PhaseFailed })
+	if !strings.Contains(h.Reason, "no backup seat") {
+		t.Fatalf("have %+v", h)
+	}
+	first.Stop()
+
+	nc := n.bus.JS.Conn()
+	backups := t.TempDir()
+	s := &seat.Seat{Node: "n1", Dir: backups, Conn: nc, Now: time.Now, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("the seat ended with %v", err)
+		}
+	})
+	n.startWith(seat.Client{Node: "n1", Conn: nc, Within: 30 * time.Second})
+	n.have("f1 running healthy", running("f1"))
+	d2, _ := n.composeDoc(n.signer, "f2", nil, true)
+	n.want("f2", d2)
+	n.have("f2 running healthy", running("f2"))
+
+	// The backup before f2 holds what f1 wrote.
+	claim := filepath.Join(backups, "web")
+	gens, err := backup.ClaimSource{Dir: claim}.List(context.Background())
+	if err != nil || len(gens) == 0 {
+		t.Fatalf("generations %v, %v\n%s", gens, err, n.logs)
+	}
+	target := filepath.Join(t.TempDir(), "restored")
+	if _, err := (backup.Restorer{Source: backup.ClaimSource{Dir: claim}}).Restore(context.Background(), gens[0], target); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "seen-f1")); err != nil {
+		t.Fatalf("the backup before f2 lacks what f1 wrote: %v", err)
 	}
 }

@@ -1,0 +1,77 @@
+package seat_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/backup"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+// TestASeatBacksUpAndTheGenerationRestores: the agent's ask is answered
+// once the files method wrote a generation of the data directory, its
+// SQLite database copied consistently, and that generation restores.
+func TestASeatBacksUpAndTheGenerationRestores(t *testing.T) {
+	nc, _ := bustest.Connect(t, bustest.Embedded(t))
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sqlite3", filepath.Join(data, "app.db"), "create table t(v text); insert into t values ('kept');").CombinedOutput(); err != nil {
+		t.Fatalf("sqlite3: %v: %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(data, "notes.txt"), []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logs := &testenv.LogBuffer{}
+	s := &seat.Seat{Node: "n1", Dir: dir, Conn: nc, Now: time.Now, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("the seat ended with %v", err)
+		}
+	}()
+	client := seat.Client{Node: "n1", Conn: nc, Within: 30 * time.Second}
+	// The seat may not have subscribed yet: the first ask can find no one.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := client.BackUp(context.Background(), "notes/db", data)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || !strings.Contains(err.Error(), "no responders") {
+			t.Fatalf("backup: %v\n%s", err, logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	claim := filepath.Join(dir, "notes_2fdb")
+	gens, err := backup.ClaimSource{Dir: claim}.List(context.Background())
+	if err != nil || len(gens) != 1 {
+		t.Fatalf("generations %v, %v", gens, err)
+	}
+	target := filepath.Join(t.TempDir(), "restored")
+	if _, err := (backup.Restorer{Source: backup.ClaimSource{Dir: claim}}).Restore(context.Background(), gens[0], target); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("sqlite3", filepath.Join(target, "app.db"), "select v from t;").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "kept" {
+		t.Fatalf("the restored database says %q, %v", out, err)
+	}
+	// A bad ask is answered with its reason, and is no backup.
+	if err := client.BackUp(context.Background(), "notes/db", "relative/dir"); err == nil || !strings.Contains(err.Error(), "not a clean absolute path") {
+		t.Fatalf("a relative data directory: %v", err)
+	}
+}
