@@ -48,7 +48,9 @@ var (
 )
 
 // variables are every variable mesh reads.
-var variables = []string{natsURL.Name, trustedKeys.Name, onlineWindow.Name, tick.Name, replicas.Name}
+var variables = []string{natsURL.Name, trustedKeys.Name, onlineWindow.Name, tick.Name, replicas.Name,
+	stuckAfter.Name, viewTick.Name, stallAfter.Name, watchAddr.Name,
+	nodeName.Name, meshRoot.Name, stopGrace.Name, healthFor.Name, backupDir.Name, backupWait.Name}
 
 func variablesOf(command string) []settings.Variable {
 	switch command {
@@ -58,8 +60,21 @@ func variablesOf(command string) []settings.Variable {
 		return []settings.Variable{natsURL, trustedKeys, onlineWindow, tick, replicas}
 	case "put":
 		return []settings.Variable{natsURL, trustedKeys, replicas}
+	case "view":
+		return []settings.Variable{natsURL, stuckAfter, viewTick, replicas}
+	case "status":
+		return []settings.Variable{natsURL, stuckAfter, replicas}
+	case "source":
+		return []settings.Variable{natsURL, replicas}
+	case "watchman":
+		return []settings.Variable{natsURL, stallAfter, viewTick, watchAddr, replicas}
+	case "agent":
+		return []settings.Variable{natsURL, trustedKeys, nodeName, meshRoot, stopGrace, healthFor, backupWait, replicas}
+	case "backup-seat":
+		return []settings.Variable{natsURL, nodeName, backupDir, replicas}
 	case "mesh":
-		return []settings.Variable{natsURL, trustedKeys, onlineWindow, tick, replicas}
+		return []settings.Variable{natsURL, trustedKeys, onlineWindow, tick, replicas, stuckAfter, viewTick, stallAfter,
+			watchAddr, nodeName, meshRoot, stopGrace, healthFor, backupDir, backupWait}
 	default:
 		return nil
 	}
@@ -73,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "mesh: a command is required: key, compose, assigner or put\n\n%s", root.UsageString())
+		fmt.Fprintf(stderr, "mesh: a command is required: key, compose, assigner, put, source, view, status, watchman, agent or backup-seat\n\n%s", root.UsageString())
 		return 2
 	}
 	root.SetArgs(args)
@@ -95,7 +110,10 @@ func commands(in invocation) *cobra.Command {
 		Long: "mesh delivers modules straight to nodes: each node's want of each module names a build fingerprint\n" +
 			"and the digest of the one signed composition it allows. \"mesh key\" makes a signing key pair,\n" +
 			"\"mesh compose\" signs a composition and puts it on the bus, \"mesh assigner\" writes the wants the\n" +
-			"seven rules give, and \"mesh put\" holds one node's want by hand.",
+			"seven rules give, and \"mesh put\" holds one node's want by hand. \"mesh source\" writes the revision CI\n" +
+			"built, \"mesh view\" and \"mesh status\" say whether it is delivered, \"mesh watchman\" says a node that\n" +
+			"does not move; on each node \"mesh agent\" applies what it is signed to and \"mesh backup-seat\" backs\n" +
+			"its data up first.",
 		Version:           cli.Version(),
 		SilenceErrors:     true,
 		SilenceUsage:      true,
@@ -111,6 +129,7 @@ func commands(in invocation) *cobra.Command {
 			cli.WriteVariables(c.OutOrStdout(), vars)
 		}
 	})
-	root.AddCommand(keyCommand(in), composeCommand(in), assignerCommand(in), putCommand(in))
+	root.AddCommand(keyCommand(in), composeCommand(in), assignerCommand(in), putCommand(in),
+		sourceCommand(in), viewCommand(in), statusCommand(in), watchmanCommand(in), agentCommand(in), backupSeatCommand(in))
 	return root
 }

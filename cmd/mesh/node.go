@@ -1,0 +1,98 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
+	"github.com/JorisJonkers-dev/delivery/internal/settings"
+)
+
+// The node's variables.
+var (
+	nodeName   = settings.Variable{Name: "NODE_NAME", Default: settings.Required, Meaning: "the node this agent or seat is: its wants, its bucket composed-<node>, its haves"}
+	meshRoot   = settings.Variable{Name: "MESH_ROOT", Default: "/var/lib/mesh", Meaning: "where the agent lays its modules down: a folder per module, its versions and the link current"}
+	stopGrace  = settings.Variable{Name: "STOP_GRACE", Default: "10s", Meaning: "how long a module has between SIGTERM and SIGKILL when it is stopped"}
+	healthFor  = settings.Variable{Name: "HEALTH_WITHIN", Default: "1m", Meaning: "how long a started module has to pass its health check"}
+	backupDir  = settings.Variable{Name: "BACKUP_DIR", Default: "/var/backups/mesh", Meaning: "the node's backup folder: a claim per module below it"}
+	backupWait = settings.Variable{Name: "BACKUP_WITHIN", Default: "10m", Meaning: "how long the agent waits for the seat's backup before it does not apply"}
+)
+
+func agentCommand(in invocation) *cobra.Command {
+	return &cobra.Command{
+		Use:   "agent",
+		Short: "Run this node's modules as its wants name them, applying only what it is signed to",
+		Long: "mesh agent watches its node's wants and its bucket composed-<node> and, one module at a time, applies a\n" +
+			"want only when the composition it names is there and verifies against MESH_TRUSTED_KEYS, backing a\n" +
+			"module that holds data up through the node's seat first; anything else is refused with a have saying\n" +
+			"why. On start it runs what its disk says runs and writes its haves again. A bad variable exits 2.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env := settings.New(in.getenv)
+			node := env.Required(nodeName.Name)
+			root := env.String(meshRoot.Name, meshRoot.Default)
+			grace := env.Duration(stopGrace.Name, 10*time.Second)
+			within := env.Duration(healthFor.Name, time.Minute)
+			wait := env.Duration(backupWait.Name, 10*time.Minute)
+			if err := env.Err(); err != nil {
+				return fail(in, 2, "bad configuration", err)
+			}
+			trust, err := loadTrust(in.getenv)
+			if err != nil {
+				return fail(in, 2, "bad configuration", err)
+			}
+			ctx := cmd.Context()
+			b, closeBus, err := connect(ctx, in.getenv, "mesh agent "+node)
+			if err != nil {
+				return fail(in, 2, "no bus", err)
+			}
+			defer closeBus()
+			a := &agent.Agent{Node: node, Bus: b, Trust: trust, Layout: agent.Layout{Root: root},
+				Backup: seat.Client{Node: node, Conn: b.JS.Conn(), Within: wait},
+				Grace:  grace, HealthWithin: within, Output: in.stderr, Logger: in.logger, Now: in.now}
+			in.logger.Info("mesh agent started", slog.String("node", node), slog.String("root", root), slog.Any("trustedKeys", trust.KeyIDs()))
+			err = a.Run(ctx)
+			// The modules go on running: an agent stopped for its own
+			// upgrade must not take its node's modules down.
+			if err != nil && !errors.Is(err, ctx.Err()) {
+				return fail(in, 1, "the agent stopped", err)
+			}
+			return nil
+		},
+	}
+}
+
+func backupSeatCommand(in invocation) *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup-seat",
+		Short: "Back this node's module data up when its agent asks, before an apply",
+		Long: "mesh backup-seat answers its node's agent on mesh.backup.<node>: it runs the files backup method (SQLite\n" +
+			"databases copied consistently) of the module's data directory into BACKUP_DIR/<module> and says when it\n" +
+			"ended, keeping three generations a module. A bad variable exits 2, a lost bus 1.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env := settings.New(in.getenv)
+			node := env.Required(nodeName.Name)
+			dir := env.String(backupDir.Name, backupDir.Default)
+			if err := env.Err(); err != nil {
+				return fail(in, 2, "bad configuration", err)
+			}
+			ctx := cmd.Context()
+			b, closeBus, err := connect(ctx, in.getenv, "mesh backup-seat "+node)
+			if err != nil {
+				return fail(in, 2, "no bus", err)
+			}
+			defer closeBus()
+			s := &seat.Seat{Node: node, Dir: dir, Conn: b.JS.Conn(), Now: in.now, Logger: in.logger}
+			in.logger.Info("mesh backup seat started", slog.String("node", node), slog.String("dir", dir))
+			if err := s.Run(ctx); err != nil && !errors.Is(err, ctx.Err()) {
+				return fail(in, 1, "the seat stopped", err)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
+)
+
+// TestSourceThenStatus runs mesh source and mesh status whole against an
+// embedded bus: the revision written, then the table and the exit code of
+// a revision not yet delivered, then delivered.
+func TestSourceThenStatus(t *testing.T) {
+	url := bustest.Embedded(t)
+	vars := env(map[string]string{natsURL.Name: url})
+	mesh := func(args ...string) (int, string, string) {
+		var out, logs bytes.Buffer
+		code := run(context.Background(), args, vars, time.Now, &out, &logs)
+		return code, out.String(), logs.String()
+	}
+	if code, _, logs := mesh("source", "abc123", "web"); code != 2 || !strings.Contains(logs, `is not <module>=<fingerprint>`) {
+		t.Fatalf("a bad argument: %d\n%s", code, logs)
+	}
+	if code, _, logs := mesh("source", "abc123", "web=f2"); code != 0 {
+		t.Fatalf("source: %d\n%s", code, logs)
+	}
+	b := bustest.Open(t, url, 1)
+	key, _ := bus.WantKey("n1", "web")
+	digest := bus.Digest([]byte("e"))
+	if _, err := b.Wants.Put(context.Background(), key, bus.Encode(bus.Want{Fingerprint: "f2", Digest: digest, Owner: bus.OwnerRules, At: time.Now().UTC()})); err != nil {
+		t.Fatal(err)
+	}
+	code, out, logs := mesh("status")
+	if code != 3 || !strings.Contains(out, "revision abc123: not delivered") || !strings.Contains(out, "moving") || strings.Contains(out, "\x1b[") {
+		t.Fatalf("status: %d\n%s\n%s", code, out, logs)
+	}
+	have, _ := bus.HaveKey("n1", "web")
+	if _, err := b.Haves.Put(context.Background(), have, bus.Encode(bus.Have{Fingerprint: "f2", Digest: digest, Phase: bus.PhaseRunning, Health: bus.Healthy, At: time.Now().UTC()})); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := mesh("status"); code != 0 || !strings.Contains(out, "revision abc123: delivered") || !strings.Contains(out, "settled") {
+		t.Fatalf("status once settled: %d\n%s", code, out)
+	}
+}
