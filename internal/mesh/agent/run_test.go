@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -107,14 +108,28 @@ func (n *node) compose(signer *composition.Signer, fingerprint string, env map[s
 // composeDoc is compose, of a module that holds data when data is set.
 func (n *node) composeDoc(signer *composition.Signer, fingerprint string, env map[string]string, data bool) (string, []byte) {
 	n.t.Helper()
-	self, err := os.Executable()
+	digest, envelope, err := n.write(signer, fingerprint, env, data)
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	vars := map[string]string{"MESH_TEST_SERVE": n.addr, "FINGERPRINT": fingerprint}
-	for k, v := range env {
-		vars[k] = v
+	return digest, envelope
+}
+
+// tryCompose is compose that answers the bus's error instead of failing.
+func (n *node) tryCompose(fingerprint string) (string, error) {
+	digest, _, err := n.write(n.signer, fingerprint, nil, false)
+	return digest, err
+}
+
+// write signs the module web at fingerprint, served by the test binary,
+// and puts it on the bus.
+func (n *node) write(signer *composition.Signer, fingerprint string, env map[string]string, data bool) (string, []byte, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
 	}
+	vars := map[string]string{"MESH_TEST_SERVE": n.addr, "FINGERPRINT": fingerprint}
+	maps.Copy(vars, env)
 	doc := composition.Document{Module: "web", Fingerprint: fingerprint, Node: "n1",
 		Files:   map[string]composition.File{"etc/web.conf": {Content: "fingerprint=" + fingerprint + "\n", Mode: "0644"}},
 		Command: composition.Command{Argv: []string{self}, Env: vars},
@@ -124,13 +139,10 @@ func (n *node) composeDoc(signer *composition.Signer, fingerprint string, env ma
 	}
 	envelope, err := composition.Sign(context.Background(), signer, doc)
 	if err != nil {
-		n.t.Fatal(err)
+		return "", nil, err
 	}
 	entry, err := n.bus.WriteComposition(context.Background(), "n1", "web", fingerprint, envelope)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return entry.Digest, envelope
+	return entry.Digest, envelope, err
 }
 
 func (n *node) want(fingerprint, digest string) {

@@ -1,0 +1,63 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+// TestTheBusAwayForThirtySeconds stops the real nats-server for 30 s under
+// a running agent: the module goes on serving, and once the server is back
+// the agent takes the want written then without a restart, nothing lost.
+func TestTheBusAwayForThirtySeconds(t *testing.T) {
+	server := testenv.NewNATS(t)
+	n := newNode(t)
+	n.bus = bustest.Open(t, server.URL, 1)
+	n.start()
+	d1, _ := n.compose(n.signer, "f1", nil)
+	n.want("f1", d1)
+	n.have("f1 running healthy", running("f1"))
+
+	server.Stop()
+	away := time.Now()
+	for time.Since(away) < 30*time.Second {
+		if got := n.serves(); got != "f1" {
+			t.Fatalf("with the bus away the module answers %q", got)
+		}
+		time.Sleep(time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := server.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The client reconnects on its own; the writes wait for it.
+	d2 := ""
+	deadline := time.Now().Add(30 * time.Second)
+	for d2 == "" {
+		digest, err := n.tryCompose("f2")
+		if err == nil {
+			d2 = digest
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bus did not come back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	n.want("f2", d2)
+	n.have("f2 running healthy after the bus came back", running("f2"))
+	if got := n.serves(); got != "f2" {
+		t.Fatalf("the module answers %q", got)
+	}
+	// The f1 have written before the bus went is still there to read:
+	// JetStream kept its store through the stop.
+	key, _ := bus.HaveKey("n1", "web")
+	if h, err := n.bus.Haves.History(context.Background(), key); err != nil || len(h) == 0 {
+		t.Fatalf("the haves' history: %v", err)
+	}
+}
