@@ -53,7 +53,9 @@ type config struct {
 var service = cli.Service{
 	Name: "release-record",
 	Summary: "release-record keeps one record per release and sends the release events its facts make due as CDEvents:\n" +
-		"it looks at the Flux units, their sources and Canaries, and takes Argo Rollouts' and Argo CD's notifications.",
+		"it looks at the Flux units, their sources and Canaries, and takes Argo Rollouts' and Argo CD's notifications;\n" +
+		"it serves the records (/v1), their DORA figures (/metrics) and a page of them (/).\n" +
+		"\"release-record sweep\" raises stall alerts and deletes old records, once (see \"release-record sweep --help\").",
 	Variables: slices.Concat(releaserecord.Variables, releasehistory.ReadVariables),
 }
 
