@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -102,23 +101,6 @@ func TestKey(t *testing.T) {
 	if code := run(context.Background(), []string{"key", "--private", priv, "--public", pub}, env(nil), time.Now, io.Discard, &stderr); code != 1 {
 		t.Fatalf("a second key over the first: exit %d", code)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -217,7 +199,7 @@ func TestMeshWhole(t *testing.T) {
 		t.Fatalf("a second put over the first: %d %s", code, out)
 	}
 
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"assigner"}, env(vars), time.Now, io.Discard, logs) }()

@@ -1,62 +1,23 @@
 package assign_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
-func openBus(t testing.TB) *bus.Bus {
-	t.Helper()
-	server := testenv.NewNATS(t)
-	nc, err := nats.Connect(server.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := bus.Open(ctx, js, bus.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// syncBuffer is a log the assigner writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+func openBus(t testing.TB) *bus.Bus { return bustest.Open(t, bustest.Embedded(t), 1) }
 
 // estate is a bus, a signing key and a trust of it.
 type estate struct {
@@ -142,7 +103,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func (e *estate) start(logs *syncBuffer) (*assign.Assigner, func()) {
+func (e *estate) start(logs *testenv.LogBuffer) (*assign.Assigner, func()) {
 	a := &assign.Assigner{Bus: e.bus, Verifier: e.trust, Now: func() time.Time { return time.Now().UTC() },
 		Tick: 200 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -181,7 +142,7 @@ func TestAssignerCanaryFirstThenTheOthersAndAPutStays(t *testing.T) {
 	badModule, _ := bus.ModuleKey("db")
 	e.put(e.bus.Modules, badModule, []byte(`{"module":"db","nodes":[]}`))
 
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	a, stop := e.start(logs)
 	defer stop()
 	eventually(t, "the bad documents logged", func() bool {

@@ -88,7 +88,7 @@ func TestALeaderStoppedMidWritesLosesNoWantAndWritesNoneTwice(t *testing.T) {
 		}
 	}()
 
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	_, stop := e.start(logs)
 	defer stop()
 	for m := range modules {
@@ -127,7 +127,7 @@ func TestALeaderStoppedMidWritesLosesNoWantAndWritesNoneTwice(t *testing.T) {
 }
 
 // waitWants waits until the watch has seen n wants.
-func waitWants(t *testing.T, seen *wantWrites, n int, logs *syncBuffer) {
+func waitWants(t *testing.T, seen *wantWrites, n int, logs *testenv.LogBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

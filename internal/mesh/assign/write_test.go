@@ -7,29 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
-	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 )
 
 // TestAWriteThatLosesDecidesAgain holds the write to its compare-and-swap:
 // a want written since the watch delivered it is read again, and written
 // over only while the rules own it.
 func TestAWriteThatLosesDecidesAgain(t *testing.T) {
-	server := testenv.NewNATS(t)
-	nc, err := nats.Connect(server.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
 	ctx := context.Background()
-	b, err := bus.Open(ctx, js, bus.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := bustest.Open(t, bustest.Embedded(t), 1)
 	a := &Assigner{Bus: b, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	key, _ := bus.WantKey("n1", "web")
 	at := time.Unix(1, 0).UTC()
