@@ -83,18 +83,28 @@ func (s *Seat) Run(ctx context.Context) error {
 	}
 }
 
-func (s *Seat) backUp(ctx context.Context, raw []byte) Answer {
+// DecodeAsk reads an ask off the bus: a module the bus can key, and a
+// clean absolute data directory, or why not.
+func DecodeAsk(raw []byte) (Ask, error) {
 	var ask Ask
 	if err := json.Unmarshal(raw, &ask); err != nil {
-		return Answer{Error: "the ask is not JSON: " + err.Error()}
+		return Ask{}, fmt.Errorf("the ask is not JSON: %w", err)
 	}
-	folder, err := bus.EncodeName(ask.Module)
+	if _, err := bus.EncodeName(ask.Module); err != nil {
+		return Ask{}, err
+	}
+	if !filepath.IsAbs(ask.DataDir) || filepath.Clean(ask.DataDir) != ask.DataDir {
+		return Ask{}, fmt.Errorf("the data directory %q is not a clean absolute path", ask.DataDir)
+	}
+	return ask, nil
+}
+
+func (s *Seat) backUp(ctx context.Context, raw []byte) Answer {
+	ask, err := DecodeAsk(raw)
 	if err != nil {
 		return Answer{Error: err.Error()}
 	}
-	if !filepath.IsAbs(ask.DataDir) || filepath.Clean(ask.DataDir) != ask.DataDir {
-		return Answer{Error: fmt.Sprintf("the data directory %q is not a clean absolute path", ask.DataDir)}
-	}
+	folder, _ := bus.EncodeName(ask.Module)
 	if _, err := os.Stat(ask.DataDir); errors.Is(err, os.ErrNotExist) {
 		// Nothing written yet: nothing to lose, so nothing to keep.
 		return Answer{}

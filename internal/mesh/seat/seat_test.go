@@ -75,3 +75,18 @@ func TestASeatBacksUpAndTheGenerationRestores(t *testing.T) {
 		t.Fatalf("a relative data directory: %v", err)
 	}
 }
+
+func FuzzDecodeAsk(f *testing.F) {
+	f.Add([]byte(`{"module":"web","dataDir":"/var/lib/mesh/web/data/db"}`))
+	f.Add([]byte(`{"module":"web","dataDir":"../etc"}`))
+	f.Add([]byte(`{"module":"","dataDir":"/x"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ask, err := seat.DecodeAsk(raw)
+		if err != nil {
+			return
+		}
+		if !filepath.IsAbs(ask.DataDir) || filepath.Clean(ask.DataDir) != ask.DataDir || strings.Contains(ask.DataDir, "/../") {
+			t.Fatalf("%q decoded with the data directory %q", raw, ask.DataDir)
+		}
+	})
+}
