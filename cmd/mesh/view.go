@@ -34,7 +34,7 @@ func watchmanCommand(in invocation) *cobra.Command {
 		Use:   "watchman",
 		Short: "Say each want its node does not answer as a stall, and count them on /metrics",
 		Long: "mesh watchman mirrors every want as a pulse owed by its node's agent until the node's have names the\n" +
-			"want's fingerprint; one owed for STALL_AFTER is a stall, said once per want as a JSON log line and on\n" +
+			"want's fingerprint running healthy; one owed for STALL_AFTER is a stall, said once per want as a JSON log line and on\n" +
 			"mesh.events.stall, and counted by node on /metrics (mesh_pulses_owed, mesh_stalls). A bad variable\n" +
 			"exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,

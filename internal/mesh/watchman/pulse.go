@@ -1,6 +1,7 @@
 // Package watchman mirrors every want as a pulse owed by its node's agent
-// until the node's have names the want's fingerprint. A pulse owed longer
-// than STALL_AFTER is a stall: said once per want on mesh.events.stall, and
+// until the node's have names the want's fingerprint, running healthy: an
+// apply that failed or whose check fails has not answered. A pulse owed
+// longer than STALL_AFTER is a stall: said once per want on mesh.events.stall, and
 // counted by node on the watchman's /metrics.
 package watchman
 
@@ -18,7 +19,8 @@ import (
 const DefaultStallAfter = 10 * time.Minute
 
 // Pulse is a want its node's agent has not answered: its have names
-// another fingerprint, or there is none.
+// another fingerprint, or the fingerprint not running healthy, or there is
+// none.
 type Pulse struct {
 	bus.Place
 	Want bus.Want
@@ -33,7 +35,7 @@ func Owed(wants map[bus.Place]bus.Want, haves map[bus.Place]bus.Have, now time.T
 	var out []Pulse
 	for place, w := range wants {
 		h, ok := haves[place]
-		if ok && h.Fingerprint == w.Fingerprint {
+		if ok && h.RunsHealthy(w.Fingerprint) {
 			continue
 		}
 		out = append(out, Pulse{Place: place, Want: w, Has: h.Fingerprint, Stalled: now.Sub(w.At) >= stallAfter})

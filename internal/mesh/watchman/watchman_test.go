@@ -37,10 +37,11 @@ func TestOwed(t *testing.T) {
 		{"no have, wanted a minute ago", w("f2", time.Minute), nil, true, false},
 		{"no have, wanted eleven minutes ago", w("f2", 11*time.Minute), nil, true, true},
 		{"the fingerprint before, wanted long ago", w("f2", time.Hour), &bus.Have{Fingerprint: "f1", Phase: bus.PhaseRunning}, true, true},
-		// The pulse is the agent's answer, whatever became of the apply:
-		// the view says whether it settled.
-		{"the fingerprint, failed", w("f2", time.Hour), ptr(h("f2", bus.PhaseFailed)), false, false},
-		{"the fingerprint, applying", w("f2", time.Hour), ptr(h("f2", bus.PhaseApplying)), false, false},
+		// Only the want proven answers it: running healthy.
+		{"the fingerprint, failed", w("f2", time.Hour), ptr(h("f2", bus.PhaseFailed)), true, true},
+		{"the fingerprint, applying a minute", w("f2", time.Minute), ptr(h("f2", bus.PhaseApplying)), true, false},
+		{"the fingerprint running healthy", w("f2", time.Hour), &bus.Have{Fingerprint: "f2", Phase: bus.PhaseRunning, Health: bus.Healthy}, false, false},
+		{"the fingerprint running unhealthy", w("f2", time.Hour), &bus.Have{Fingerprint: "f2", Phase: bus.PhaseRunning, Health: bus.Unhealthy}, true, true},
 		{"exactly STALL_AFTER", w("f2", watchman.DefaultStallAfter), nil, true, true},
 	}
 	for _, c := range cases {
@@ -132,7 +133,7 @@ mesh_stalls{node="n2"} 0
 	}
 	// n1 answers: nothing owed there any more.
 	haveN1, _ := bus.HaveKey("n1", "web")
-	put(b.Haves, haveN1, bus.Have{Fingerprint: "f2", Digest: digest, Phase: bus.PhaseApplying, Health: bus.Unknown, At: now})
+	put(b.Haves, haveN1, bus.Have{Fingerprint: "f2", Digest: digest, Phase: bus.PhaseRunning, Health: bus.Healthy, At: now})
 	if _, err := w.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
