@@ -12,6 +12,11 @@ demo:
 	scripts/test-binaries.sh cluster >/dev/null
 	$(GO) run ./cmd/demo $(ARGS)
 
+## mesh-demo: tell a node delivery step by step on a bus of its own (three agents, a canary, a failing build, a put)
+.PHONY: mesh-demo
+mesh-demo:
+	$(GO) run ./cmd/mesh demo
+
 ## run: start the Release Gate against the cluster KUBECONFIG names
 run:
 	$(GO) run ./cmd/release-gate

@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "mesh: a command is required: key, compose, assigner, put, source, view, status, watchman, agent or backup-seat\n\n%s", root.UsageString())
+		fmt.Fprintf(stderr, "mesh: a command is required: key, compose, assigner, put, source, view, status, watchman, agent, backup-seat or demo\n\n%s", root.UsageString())
 		return 2
 	}
 	root.SetArgs(args)
@@ -130,6 +130,7 @@ func commands(in invocation) *cobra.Command {
 		}
 	})
 	root.AddCommand(keyCommand(in), composeCommand(in), assignerCommand(in), putCommand(in),
-		sourceCommand(in), viewCommand(in), statusCommand(in), watchmanCommand(in), agentCommand(in), backupSeatCommand(in))
+		sourceCommand(in), viewCommand(in), statusCommand(in), watchmanCommand(in), agentCommand(in), backupSeatCommand(in),
+		demoCommand(in), demoModuleCommand(in))
 	return root
 }

@@ -149,6 +149,30 @@ func (a *Agent) pass(ctx context.Context) {
 	for _, p := range mine {
 		a.apply(ctx, p.Module, wants[p])
 	}
+	a.present(ctx)
+}
+
+// present writes, for each module registered on the node that it has said
+// nothing of, a have naming no fingerprint: the node is there and runs
+// nothing of it yet. A node is online, and can be a module's canary, only
+// once it has written a have.
+func (a *Agent) present(ctx context.Context) {
+	entries, err := bus.ReadAll(ctx, a.Bus.Modules)
+	if err != nil {
+		return
+	}
+	for _, raw := range entries {
+		r, err := bus.DecodeRegistration(raw)
+		if err != nil || !slices.Contains(r.Nodes, a.Node) {
+			continue
+		}
+		a.mu.Lock()
+		_, said := a.haves[r.Module]
+		a.mu.Unlock()
+		if !said {
+			a.writeHave(ctx, r.Module, bus.Have{Phase: bus.PhaseRunning, Health: bus.Unknown, Reason: "nothing runs yet"})
+		}
+	}
 }
 
 // apply does what Decide says of one module's want.

@@ -1,0 +1,173 @@
+// Package demo is the mesh's delivery told step by step, on a bus of its
+// own: an embedded JetStream server, three node agents in folders of their
+// own, the assigner, the watchman and the view, and a small module (a real
+// HTTP server the agents run). `mesh demo` tells it; its test holds every
+// step to what it says.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/watchman"
+)
+
+// The module the story delivers, and its nodes: n1 is the canary, the
+// first by name.
+const module = "hello"
+
+var nodes = []string{"n1", "n2", "n3"}
+
+// Story is one telling.
+type Story struct {
+	// Out hears the steps, in plain words.
+	Out io.Writer
+	// Logs hears the services' JSON lines.
+	Logs io.Writer
+	// Module is the argv of the module's HTTP server: it serves ADDR,
+	// answers / with FINGERPRINT and /healthz with 200, or 503 when
+	// UNHEALTHY is set. ModuleEnv is added to its environment.
+	Module    []string
+	ModuleEnv map[string]string
+	// Dir holds the nodes' folders and the server's store.
+	Dir string
+	// StuckAfter is the view's STUCK_AFTER and the watchman's STALL_AFTER.
+	StuckAfter time.Duration
+}
+
+// world is what the story runs on.
+type world struct {
+	s      Story
+	bus    *bus.Bus
+	nc     *nats.Conn
+	signer *composition.Signer
+	view   *view.View
+	addrs  map[string]string
+}
+
+// Run tells the story; it returns the first step that did not go as told.
+func (s Story) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logger := slog.New(slog.NewJSONHandler(s.Logs, nil))
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: filepath.Join(s.Dir, "bus"), NoLog: true, NoSigs: true})
+	if err != nil {
+		return fmt.Errorf("the bus: %w", err)
+	}
+	ns.Start()
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		return errors.New("the bus did not start within 30 s")
+	}
+	s.say("A bus: NATS JetStream at %s.", ns.ClientURL())
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	b, err := bus.Open(ctx, js, bus.Options{})
+	if err != nil {
+		return err
+	}
+	priv, pub, err := composition.GenerateKey()
+	if err != nil {
+		return err
+	}
+	key, _ := composition.ParsePrivateKey(priv)
+	keys, _ := composition.ParsePublicKeys(pub)
+	trust, err := composition.NewTrust(keys...)
+	if err != nil {
+		return err
+	}
+	w := &world{s: s, bus: b, nc: nc, signer: composition.NewSigner(key), addrs: map[string]string{}}
+
+	// The services, each as its command would run it.
+	run := func(name string, f func(context.Context) error) {
+		go func() {
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				logger.Error(name+" stopped", slog.String("error", err.Error()))
+			}
+		}()
+	}
+	for _, n := range nodes {
+		addr, err := freeAddress(ctx)
+		if err != nil {
+			return err
+		}
+		w.addrs[n] = addr
+		a := &agent.Agent{Node: n, Bus: b, Trust: trust, Layout: agent.Layout{Root: filepath.Join(s.Dir, n)}, Grace: 2 * time.Second,
+			HealthWithin: 5 * time.Second, Tick: 200 * time.Millisecond, Output: s.Logs, Logger: logger.With(slog.String("node", n))}
+		run("agent "+n, a.Run)
+		defer a.Stop()
+	}
+	s.say("Three nodes, %v, each with its agent in a folder of its own; %s, the first by name, is the canary.", nodes, nodes[0])
+	assigner := &assign.Assigner{Bus: b, Verifier: trust, Now: time.Now, Tick: 200 * time.Millisecond, Logger: logger}
+	run("assigner", assigner.Run)
+	teller, err := said.Open(ctx, js, 1, logger)
+	if err != nil {
+		return err
+	}
+	guard, err := watchman.New(b, teller, prometheus.NewRegistry(), logger)
+	if err != nil {
+		return err
+	}
+	guard.StallAfter = s.StuckAfter
+	run("watchman", func(ctx context.Context) error { return guard.Run(ctx, 200*time.Millisecond) })
+	if w.view, err = view.Open(ctx, js, b, 1, logger); err != nil {
+		return err
+	}
+	w.view.StuckAfter = s.StuckAfter
+	run("view", func(ctx context.Context) error { return w.view.Run(ctx, 200*time.Millisecond) })
+	s.say("The assigner, the watchman and the view watch the bus.")
+	return w.tell(ctx)
+}
+
+func (s Story) say(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
+
+func freeAddress(ctx context.Context) (string, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// moduleEnv is the module's environment on node at fingerprint.
+func (w *world) moduleEnv(node, fingerprint string, healthy bool) map[string]string {
+	env := map[string]string{"ADDR": w.addrs[node], "FINGERPRINT": fingerprint}
+	for k, v := range w.s.ModuleEnv {
+		env[k] = v
+	}
+	if !healthy {
+		env["UNHEALTHY"] = "1"
+	}
+	if home := os.Getenv("HOME"); home != "" {
+		env["HOME"] = home
+	}
+	return env
+}

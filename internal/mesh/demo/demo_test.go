@@ -1,0 +1,55 @@
+package demo_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/demo"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+)
+
+// TestMain is also the story's module when the agents start the test
+// binary with MESH_DEMO_MODULE set.
+func TestMain(m *testing.M) {
+	if os.Getenv("MESH_DEMO_MODULE") != "" {
+		fmt.Fprintln(os.Stderr, demo.ServeModule(os.Getenv))
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// TestTheStory tells the delivery and holds each step to what it says: the
+// canary first and the others once it is healthy, the revision delivered,
+// a failing build stuck on the canary with a stall said and no other node
+// moving, and a put by hand left alone by the assigner.
+func TestTheStory(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, logs := &testenv.LogBuffer{}, &testenv.LogBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := demo.Story{Out: out, Logs: logs, Module: []string{self}, ModuleEnv: map[string]string{"MESH_DEMO_MODULE": "1"},
+		Dir: t.TempDir(), StuckAfter: 2 * time.Second}
+	if err := s.Run(ctx); err != nil {
+		t.Fatalf("%v\n%s\nlogs:\n%s", err, out, logs)
+	}
+	for _, step := range []string{
+		`n1, the canary, applied f1 first: it answers "f1"`,
+		`n2 followed once the canary was healthy: it answers "f1"`,
+		"revision rev-1 is delivered",
+		"n1 is stuck on f2",
+		"The watchman: a stall",
+		`n3 did not move: it still runs f1 and answers "f1"`,
+		"n3 runs f2 as put",
+	} {
+		if !strings.Contains(out.String(), step) {
+			t.Errorf("the story does not say %q:\n%s", step, out)
+		}
+	}
+}
