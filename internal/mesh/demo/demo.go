@@ -51,6 +51,8 @@ type Story struct {
 	Dir string
 	// StuckAfter is the view's STUCK_AFTER and the watchman's STALL_AFTER.
 	StuckAfter time.Duration
+	// URL is a NATS server to tell it on; "" starts one embedded.
+	URL string
 }
 
 // world is what the story runs on.
@@ -68,18 +70,22 @@ func (s Story) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	logger := slog.New(slog.NewJSONHandler(s.Logs, nil))
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: filepath.Join(s.Dir, "bus"), NoLog: true, NoSigs: true})
-	if err != nil {
-		return fmt.Errorf("the bus: %w", err)
+	url := s.URL
+	if url == "" {
+		ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+			StoreDir: filepath.Join(s.Dir, "bus"), NoLog: true, NoSigs: true})
+		if err != nil {
+			return fmt.Errorf("the bus: %w", err)
+		}
+		ns.Start()
+		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+		if !ns.ReadyForConnections(30 * time.Second) {
+			return errors.New("the bus did not start within 30 s")
+		}
+		url = ns.ClientURL()
 	}
-	ns.Start()
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		return errors.New("the bus did not start within 30 s")
-	}
-	s.say("A bus: NATS JetStream at %s.", ns.ClientURL())
-	nc, err := nats.Connect(ns.ClientURL())
+	s.say("A bus: NATS JetStream at %s.", url)
+	nc, err := nats.Connect(url)
 	if err != nil {
 		return err
 	}

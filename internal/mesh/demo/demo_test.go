@@ -25,8 +25,14 @@ func TestMain(m *testing.M) {
 // TestTheStory tells the delivery and holds each step to what it says: the
 // canary first and the others once it is healthy, the revision delivered,
 // a failing build stuck on the canary with a stall said and no other node
-// moving, and a put by hand left alone by the assigner.
-func TestTheStory(t *testing.T) {
+// moving, a put by hand left alone by the assigner, and compositions
+// signed by an unknown key or altered by a byte refused on every node.
+func TestTheStory(t *testing.T) { tellTheStory(t, "") }
+
+// TestTheStoryOnTheRealServer tells it on the built nats-server binary.
+func TestTheStoryOnTheRealServer(t *testing.T) { tellTheStory(t, testenv.NewNATS(t).URL) }
+
+func tellTheStory(t *testing.T, url string) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +41,7 @@ func TestTheStory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s := demo.Story{Out: out, Logs: logs, Module: []string{self}, ModuleEnv: map[string]string{"MESH_DEMO_MODULE": "1"},
-		Dir: t.TempDir(), StuckAfter: 2 * time.Second}
+		Dir: t.TempDir(), StuckAfter: 2 * time.Second, URL: url}
 	if err := s.Run(ctx); err != nil {
 		t.Fatalf("%v\n%s\nlogs:\n%s", err, out, logs)
 	}
@@ -47,6 +53,10 @@ func TestTheStory(t *testing.T) {
 		"The watchman: a stall",
 		`n3 did not move: it still runs f1 and answers "f1"`,
 		"n3 runs f2 as put",
+		"every node is given f3, signed by a key no node trusts",
+		`n2 refused it (the composition does not verify`,
+		"every node is given f4, altered by one byte",
+		`n3 refused it (the composition's digest`,
 	} {
 		if !strings.Contains(out.String(), step) {
 			t.Errorf("the story does not say %q:\n%s", step, out)

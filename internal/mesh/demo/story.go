@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -107,7 +108,75 @@ func (w *world) tell(ctx context.Context) error {
 		return fmt.Errorf("the assigner wrote over the put: %+v", want)
 	}
 	w.s.say("  %s runs f2 as put, and the assigner leaves the put alone.", last)
+
+	// 4. Hand wants of compositions no node may apply.
+	if err := w.refusals(ctx); err != nil {
+		return err
+	}
 	w.s.say("\nThe story is told.")
+	return nil
+}
+
+// refusals writes, by hand on every node, a want of a composition signed
+// by a key no node trusts, then of one altered by a byte after signing:
+// every node refuses both and runs on what it ran.
+func (w *world) refusals(ctx context.Context) error {
+	priv, _, err := composition.GenerateKey()
+	if err != nil {
+		return err
+	}
+	key, _ := composition.ParsePrivateKey(priv)
+	stranger := composition.NewSigner(key)
+	ran := map[string]string{}
+	for _, n := range nodes {
+		ran[n] = w.serves(n)
+	}
+	for _, c := range []struct {
+		fingerprint, what string
+		alter             bool
+		signer            *composition.Signer
+	}{
+		{"f3", "signed by a key no node trusts", false, stranger},
+		{"f4", "altered by one byte after it was signed", true, w.signer},
+	} {
+		given := time.Now().UTC()
+		for _, n := range nodes {
+			envelope, err := w.compose(ctx, c.signer, n, c.fingerprint, true)
+			if err != nil {
+				return err
+			}
+			digest := bus.Digest(envelope)
+			if c.alter {
+				altered := []byte(strings.Replace(string(envelope), `"payload":"`, `"payload":"A`, 1))
+				if _, err := w.bus.WriteComposition(ctx, n, module, c.fingerprint, altered); err != nil {
+					return err
+				}
+			}
+			key, _ := bus.WantKey(n, module)
+			if err := w.put(ctx, w.bus.Wants, key, bus.Want{Fingerprint: c.fingerprint, Digest: digest, Owner: bus.OwnerHand, At: time.Now().UTC()}); err != nil {
+				return err
+			}
+		}
+		w.s.say("\nBy hand, every node is given %s, %s.", c.fingerprint, c.what)
+		for _, n := range nodes {
+			have, _ := bus.HaveKey(n, module)
+			var h bus.Have
+			if err := waitFor(ctx, n+" refusing "+c.fingerprint, func() bool {
+				entry, err := w.bus.Haves.Get(ctx, have)
+				if err != nil {
+					return false
+				}
+				h, err = bus.DecodeHave(entry.Value())
+				return err == nil && h.Phase == bus.PhaseRefused && !h.At.Before(given)
+			}); err != nil {
+				return err
+			}
+			if got := w.serves(n); got != ran[n] {
+				return fmt.Errorf("%s answers %q after refusing %s, not %q", n, got, c.fingerprint, ran[n])
+			}
+			w.s.say("  %s refused it (%s) and runs on: it answers %q.", n, h.Reason, ran[n])
+		}
+	}
 	return nil
 }
 
@@ -116,16 +185,7 @@ func (w *world) tell(ctx context.Context) error {
 func (w *world) build(ctx context.Context, revision, fingerprint string, healthy bool) error {
 	now := time.Now().UTC()
 	for _, n := range nodes {
-		doc := composition.Document{Module: module, Fingerprint: fingerprint, Node: n, Files: map[string]composition.File{
-			"etc/hello.conf": {Content: "fingerprint=" + fingerprint + "\n", Mode: "0644"},
-		}, Command: composition.Command{Argv: w.s.Module, Env: w.moduleEnv(n, fingerprint, healthy)},
-			Health: composition.Health{HTTP: "http://" + w.addrs[n] + "/healthz",
-				Interval: composition.Duration(200 * time.Millisecond), Timeout: composition.Duration(200 * time.Millisecond)}}
-		envelope, err := composition.Sign(ctx, w.signer, doc)
-		if err != nil {
-			return err
-		}
-		if _, err := w.bus.WriteComposition(ctx, n, module, fingerprint, envelope); err != nil {
+		if _, err := w.compose(ctx, w.signer, n, fingerprint, healthy); err != nil {
 			return err
 		}
 	}
@@ -138,6 +198,24 @@ func (w *world) build(ctx context.Context, revision, fingerprint string, healthy
 	}
 	key, _ := bus.BuildKey(module, fingerprint)
 	return w.put(ctx, w.bus.Builds, key, bus.Build{Module: module, Fingerprint: fingerprint, State: bus.BuildDone, At: now})
+}
+
+// compose signs node's composition of the module at fingerprint and puts
+// it on the bus; it answers the envelope.
+func (w *world) compose(ctx context.Context, signer *composition.Signer, node, fingerprint string, healthy bool) ([]byte, error) {
+	doc := composition.Document{Module: module, Fingerprint: fingerprint, Node: node, Files: map[string]composition.File{
+		"etc/hello.conf": {Content: "fingerprint=" + fingerprint + "\n", Mode: "0644"},
+	}, Command: composition.Command{Argv: w.s.Module, Env: w.moduleEnv(node, fingerprint, healthy)},
+		Health: composition.Health{HTTP: "http://" + w.addrs[node] + "/healthz",
+			Interval: composition.Duration(200 * time.Millisecond), Timeout: composition.Duration(200 * time.Millisecond)}}
+	envelope, err := composition.Sign(ctx, signer, doc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.bus.WriteComposition(ctx, node, module, fingerprint, envelope); err != nil {
+		return nil, err
+	}
+	return envelope, nil
 }
 
 func (w *world) put(ctx context.Context, kv jetstream.KeyValue, key string, doc any) error {
