@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 
 // node is one node's agent on an embedded bus, its module served on addr.
 type node struct {
-	t      *testing.T
+	t      testing.TB
 	bus    *bus.Bus
 	signer *composition.Signer
 	trust  *composition.Trust
@@ -57,7 +57,7 @@ type node struct {
 	logs   *testenv.LogBuffer
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t testing.TB) *node {
 	t.Helper()
 	priv, pub, err := composition.GenerateKey()
 	if err != nil {
@@ -121,12 +121,11 @@ func (n *node) tryCompose(fingerprint string) (string, error) {
 	return digest, err
 }
 
-// write signs the module web at fingerprint, served by the test binary,
-// and puts it on the bus.
-func (n *node) write(signer *composition.Signer, fingerprint string, env map[string]string, data bool) (string, []byte, error) {
+// document is the module web at fingerprint, served by the test binary.
+func (n *node) document(fingerprint string, env map[string]string, data bool) composition.Document {
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		n.t.Fatal(err)
 	}
 	vars := map[string]string{"MESH_TEST_SERVE": n.addr, "FINGERPRINT": fingerprint}
 	maps.Copy(vars, env)
@@ -137,7 +136,12 @@ func (n *node) write(signer *composition.Signer, fingerprint string, env map[str
 	if data {
 		doc.HoldsData, doc.DataDir = true, "db"
 	}
-	envelope, err := composition.Sign(context.Background(), signer, doc)
+	return doc
+}
+
+// write signs the module web at fingerprint and puts it on the bus.
+func (n *node) write(signer *composition.Signer, fingerprint string, env map[string]string, data bool) (string, []byte, error) {
+	envelope, err := composition.Sign(context.Background(), signer, n.document(fingerprint, env, data))
 	if err != nil {
 		return "", nil, err
 	}

@@ -34,7 +34,7 @@ import (
 // first by name.
 const module = "hello"
 
-var nodes = []string{"n1", "n2", "n3"}
+var storyNodes = []string{"n1", "n2", "n3"}
 
 // Story is one telling.
 type Story struct {
@@ -53,11 +53,14 @@ type Story struct {
 	StuckAfter time.Duration
 	// URL is a NATS server to tell it on; "" starts one embedded.
 	URL string
+	// Nodes are the module's nodes, by name; nil is n1, n2 and n3.
+	Nodes []string
 }
 
 // world is what the story runs on.
 type world struct {
 	s      Story
+	nodes  []string
 	bus    *bus.Bus
 	nc     *nats.Conn
 	signer *composition.Signer
@@ -67,48 +70,72 @@ type world struct {
 
 // Run tells the story; it returns the first step that did not go as told.
 func (s Story) Run(ctx context.Context) error {
+	w, stop, err := s.setUp(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return w.tell(ctx)
+}
+
+// setUp starts the bus and the services; stop ends them.
+func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var stops []func()
+	stop = func() {
+		cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	if s.Nodes == nil {
+		s.Nodes = storyNodes
+	}
 	logger := slog.New(slog.NewJSONHandler(s.Logs, nil))
 	url := s.URL
 	if url == "" {
 		ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
 			StoreDir: filepath.Join(s.Dir, "bus"), NoLog: true, NoSigs: true})
 		if err != nil {
-			return fmt.Errorf("the bus: %w", err)
+			return nil, nil, fmt.Errorf("the bus: %w", err)
 		}
 		ns.Start()
-		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+		stops = append(stops, func() { ns.Shutdown(); ns.WaitForShutdown() })
 		if !ns.ReadyForConnections(30 * time.Second) {
-			return errors.New("the bus did not start within 30 s")
+			return nil, nil, errors.New("the bus did not start within 30 s")
 		}
 		url = ns.ClientURL()
 	}
 	s.say("A bus: NATS JetStream at %s.", url)
 	nc, err := nats.Connect(url)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer nc.Close()
+	stops = append(stops, nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	b, err := bus.Open(ctx, js, bus.Options{})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	priv, pub, err := composition.GenerateKey()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	key, _ := composition.ParsePrivateKey(priv)
 	keys, _ := composition.ParsePublicKeys(pub)
 	trust, err := composition.NewTrust(keys...)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	w := &world{s: s, bus: b, nc: nc, signer: composition.NewSigner(key), addrs: map[string]string{}}
+	w := &world{s: s, nodes: s.Nodes, bus: b, nc: nc, signer: composition.NewSigner(key), addrs: map[string]string{}}
 
 	// The services, each as its command would run it.
 	run := func(name string, f func(context.Context) error) {
@@ -118,37 +145,37 @@ func (s Story) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	for _, n := range nodes {
+	for _, n := range w.nodes {
 		addr, err := freeAddress(ctx)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		w.addrs[n] = addr
 		a := &agent.Agent{Node: n, Bus: b, Trust: trust, Layout: agent.Layout{Root: filepath.Join(s.Dir, n)}, Grace: 2 * time.Second,
 			HealthWithin: 5 * time.Second, Tick: 200 * time.Millisecond, Output: s.Logs, Logger: logger.With(slog.String("node", n))}
 		run("agent "+n, a.Run)
-		defer a.Stop()
+		stops = append(stops, a.Stop)
 	}
-	s.say("Three nodes, %v, each with its agent in a folder of its own; %s, the first by name, is the canary.", nodes, nodes[0])
+	s.say("%d nodes, %v, each with its agent in a folder of its own; %s, the first by name, is the canary.", len(w.nodes), w.nodes, w.nodes[0])
 	assigner := &assign.Assigner{Bus: b, Verifier: trust, Now: time.Now, Tick: 200 * time.Millisecond, Logger: logger}
 	run("assigner", assigner.Run)
 	teller, err := said.Open(ctx, js, 1, logger)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	guard, err := watchman.New(b, teller, prometheus.NewRegistry(), logger)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	guard.StallAfter = s.StuckAfter
 	run("watchman", func(ctx context.Context) error { return guard.Run(ctx, 200*time.Millisecond) })
 	if w.view, err = view.Open(ctx, js, b, 1, logger); err != nil {
-		return err
+		return nil, nil, err
 	}
 	w.view.StuckAfter = s.StuckAfter
 	run("view", func(ctx context.Context) error { return w.view.Run(ctx, 200*time.Millisecond) })
 	s.say("The assigner, the watchman and the view watch the bus.")
-	return w.tell(ctx)
+	return w, stop, nil
 }
 
 func (s Story) say(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }

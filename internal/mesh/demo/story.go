@@ -21,13 +21,13 @@ import (
 // hand on one node.
 func (w *world) tell(ctx context.Context) error {
 	reg, _ := bus.ModuleKey(module)
-	if err := w.put(ctx, w.bus.Modules, reg, bus.Registration{Module: module, Nodes: nodes, Providers: []string{}}); err != nil {
+	if err := w.put(ctx, w.bus.Modules, reg, bus.Registration{Module: module, Nodes: w.nodes, Providers: []string{}}); err != nil {
 		return err
 	}
-	w.s.say("\nThe module %s is registered on %v: a small HTTP server.", module, nodes)
+	w.s.say("\nThe module %s is registered on %v: a small HTTP server.", module, w.nodes)
 	// A node is online once its agent has written a have; the canary is
 	// the first online by name, so the build waits until all three are.
-	for _, n := range nodes {
+	for _, n := range w.nodes {
 		key, _ := bus.HaveKey(n, module)
 		if err := waitFor(ctx, n+" online", func() bool { _, err := w.bus.Haves.Get(ctx, key); return err == nil }); err != nil {
 			return err
@@ -40,12 +40,12 @@ func (w *world) tell(ctx context.Context) error {
 		return err
 	}
 	w.s.say("\nCI's build f1 of %s is done, its compositions signed for each node, its grant there.", module)
-	canaryAt, err := w.waitHave(ctx, nodes[0], "f1", true)
+	canaryAt, err := w.waitHave(ctx, w.nodes[0], "f1", true)
 	if err != nil {
 		return err
 	}
-	w.s.say("  %s, the canary, applied f1 first: it answers %q.", nodes[0], w.serves(nodes[0]))
-	for _, n := range nodes[1:] {
+	w.s.say("  %s, the canary, applied f1 first: it answers %q.", w.nodes[0], w.serves(w.nodes[0]))
+	for _, n := range w.nodes[1:] {
 		if _, err := w.waitHave(ctx, n, "f1", true); err != nil {
 			return err
 		}
@@ -70,20 +70,20 @@ func (w *world) tell(ctx context.Context) error {
 		return err
 	}
 	w.s.say("\nCI's build f2 is done; on the canary its health check fails.")
-	if _, err := w.waitHave(ctx, nodes[0], "f2", false); err != nil {
+	if _, err := w.waitHave(ctx, w.nodes[0], "f2", false); err != nil {
 		return err
 	}
-	w.s.say("  %s applied f2, and it runs unhealthy.", nodes[0])
-	if err := w.waitView(ctx, "the canary stuck", func(p view.Picture) bool { return stateOf(p, nodes[0]) == view.StateStuck }); err != nil {
+	w.s.say("  %s applied f2, and it runs unhealthy.", w.nodes[0])
+	if err := w.waitView(ctx, "the canary stuck", func(p view.Picture) bool { return stateOf(p, w.nodes[0]) == view.StateStuck }); err != nil {
 		return err
 	}
-	w.s.say("  The view: %s is stuck on f2 (no progress for %s).", nodes[0], w.s.StuckAfter)
+	w.s.say("  The view: %s is stuck on f2 (no progress for %s).", w.nodes[0], w.s.StuckAfter)
 	m, err := stalls.NextMsg(time.Minute)
 	if err != nil {
 		return fmt.Errorf("the watchman said no stall: %w", err)
 	}
 	w.s.say("  The watchman: a stall on mesh.events.stall, %s.", m.Data)
-	for _, n := range nodes[1:] {
+	for _, n := range w.nodes[1:] {
 		if want, _ := w.want(ctx, n); want.Fingerprint != "f1" {
 			return fmt.Errorf("%s was given %s while the canary was stuck on it", n, want.Fingerprint)
 		}
@@ -91,7 +91,7 @@ func (w *world) tell(ctx context.Context) error {
 	}
 
 	// 3. A put by hand on one node.
-	last := nodes[len(nodes)-1]
+	last := w.nodes[len(w.nodes)-1]
 	entry, _, err := w.bus.ReadComposition(ctx, last, module, "f2")
 	if err != nil {
 		return err
@@ -128,7 +128,7 @@ func (w *world) refusals(ctx context.Context) error {
 	key, _ := composition.ParsePrivateKey(priv)
 	stranger := composition.NewSigner(key)
 	ran := map[string]string{}
-	for _, n := range nodes {
+	for _, n := range w.nodes {
 		ran[n] = w.serves(n)
 	}
 	for _, c := range []struct {
@@ -140,7 +140,7 @@ func (w *world) refusals(ctx context.Context) error {
 		{"f4", "altered by one byte after it was signed", true, w.signer},
 	} {
 		given := time.Now().UTC()
-		for _, n := range nodes {
+		for _, n := range w.nodes {
 			envelope, err := w.compose(ctx, c.signer, n, c.fingerprint, true)
 			if err != nil {
 				return err
@@ -158,7 +158,7 @@ func (w *world) refusals(ctx context.Context) error {
 			}
 		}
 		w.s.say("\nBy hand, every node is given %s, %s.", c.fingerprint, c.what)
-		for _, n := range nodes {
+		for _, n := range w.nodes {
 			have, _ := bus.HaveKey(n, module)
 			var h bus.Have
 			if err := waitFor(ctx, n+" refusing "+c.fingerprint, func() bool {
@@ -184,7 +184,7 @@ func (w *world) refusals(ctx context.Context) error {
 // signed composition, and the revision CI built.
 func (w *world) build(ctx context.Context, revision, fingerprint string, healthy bool) error {
 	now := time.Now().UTC()
-	for _, n := range nodes {
+	for _, n := range w.nodes {
 		if _, err := w.compose(ctx, w.signer, n, fingerprint, healthy); err != nil {
 			return err
 		}
