@@ -28,6 +28,9 @@ import (
 // set, the test binary serves that address, answering / with its
 // FINGERPRINT and /healthz with 200 (503 with MESH_TEST_UNHEALTHY set).
 func TestMain(m *testing.M) {
+	if url := os.Getenv("MESH_TEST_AGENT"); url != "" {
+		os.Exit(runAgentProcess(url))
+	}
 	if addr := os.Getenv("MESH_TEST_SERVE"); addr != "" {
 		if data := os.Getenv("MESH_DATA_DIR"); data != "" {
 			_ = os.WriteFile(filepath.Join(data, "seen-"+os.Getenv("FINGERPRINT")), nil, 0o600)
