@@ -50,10 +50,14 @@ type Agent struct {
 	HealthWithin time.Duration
 	// Tick is how often it looks with nothing new on the bus (a bus that
 	// did not answer is tried again then).
-	Tick   time.Duration
-	Output io.Writer
-	Logger *slog.Logger
-	Now    func() time.Time
+	Tick time.Duration
+	// Heartbeat is how often a have that did not change is written again,
+	// so the node stays online for the assigner (well within its
+	// ONLINE_WINDOW); 0 is 30 s.
+	Heartbeat time.Duration
+	Output    io.Writer
+	Logger    *slog.Logger
+	Now       func() time.Time
 
 	mu       sync.Mutex
 	procs    map[string]*Process
@@ -72,6 +76,9 @@ func (a *Agent) init() {
 	}
 	if a.HealthWithin == 0 {
 		a.HealthWithin = time.Minute
+	}
+	if a.Heartbeat == 0 {
+		a.Heartbeat = 30 * time.Second
 	}
 	if a.Tick == 0 {
 		a.Tick = 5 * time.Second
@@ -150,6 +157,25 @@ func (a *Agent) pass(ctx context.Context) {
 		a.apply(ctx, p.Module, wants[p])
 	}
 	a.present(ctx)
+	a.beat(ctx)
+}
+
+// beat writes again each have not written for a heartbeat, unchanged but
+// its time: a node that runs steadily must not look offline, or it would
+// stop being a canary, and a fleet at rest would have none.
+func (a *Agent) beat(ctx context.Context) {
+	now := a.Now()
+	a.mu.Lock()
+	due := map[string]bus.Have{}
+	for m, h := range a.haves {
+		if now.Sub(h.At) >= a.Heartbeat {
+			due[m] = h
+		}
+	}
+	a.mu.Unlock()
+	for m, h := range due {
+		a.writeHave(ctx, m, h)
+	}
 }
 
 // present writes, for each module registered on the node that it has said

@@ -58,6 +58,8 @@ type node struct {
 	root   string
 	addr   string
 	logs   *testenv.LogBuffer
+	// heartbeat is the agents' Heartbeat; 0 their default.
+	heartbeat time.Duration
 }
 
 func newNode(t testing.TB) *node {
@@ -86,7 +88,7 @@ func (n *node) start() *agent.Agent { return n.startWith(nil) }
 // startWith is start with a backup seat.
 func (n *node) startWith(backup agent.Backup) *agent.Agent {
 	n.t.Helper()
-	a := &agent.Agent{Backup: backup, Node: "n1", Bus: n.bus, Trust: n.trust, Layout: agent.Layout{Root: n.root}, Grace: 2 * time.Second,
+	a := &agent.Agent{Backup: backup, Heartbeat: n.heartbeat, Node: "n1", Bus: n.bus, Trust: n.trust, Layout: agent.Layout{Root: n.root}, Grace: 2 * time.Second,
 		HealthWithin: 10 * time.Second, Tick: 200 * time.Millisecond, Output: n.logs, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -313,5 +315,20 @@ func TestADataModuleIsBackedUpBeforeItIsApplied(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(target, "seen-f1")); err != nil {
 		t.Fatalf("the backup before f2 lacks what f1 wrote: %v", err)
+	}
+}
+
+// TestAHaveIsWrittenAgainAsAHeartbeat: a module that runs steadily has its
+// have written again, unchanged but its time, so its node stays online.
+func TestAHaveIsWrittenAgainAsAHeartbeat(t *testing.T) {
+	n := newNode(t)
+	n.heartbeat = 300 * time.Millisecond
+	n.start()
+	d1, _ := n.compose(n.signer, "f1", nil)
+	n.want("f1", d1)
+	first := n.have("f1 running healthy", running("f1"))
+	again := n.have("the same have written again", func(h bus.Have) bool { return running("f1")(h) && h.At.After(first.At) })
+	if again.Digest != first.Digest || again.Phase != first.Phase || again.Health != first.Health || again.Reason != first.Reason {
+		t.Fatalf("the heartbeat changed the have: %+v, was %+v", again, first)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,6 +24,39 @@ type View struct {
 	StuckAfter time.Duration
 	Now        func() time.Time
 	Logger     *slog.Logger
+
+	// seen is each place's have as the view last read it, and when that
+	// have was first written: an agent writes an unchanged have again as
+	// its heartbeat, which is no progress.
+	mu   sync.Mutex
+	seen map[bus.Place]seenHave
+}
+
+type seenHave struct {
+	have bus.Have // At zero
+	at   time.Time
+}
+
+// progressed is the haves with each one's time the time it last changed.
+func (v *View) progressed(haves map[bus.Place]bus.Have) map[bus.Place]bus.Have {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.seen == nil {
+		v.seen = map[bus.Place]seenHave{}
+	}
+	out := make(map[bus.Place]bus.Have, len(haves))
+	for p, h := range haves {
+		content := h
+		content.At = time.Time{}
+		s, ok := v.seen[p]
+		if !ok || s.have != content {
+			s = seenHave{have: content, at: h.At}
+			v.seen[p] = s
+		}
+		h.At = s.at
+		out[p] = h
+	}
+	return out
 }
 
 // Open makes the view's buckets and its events stream where they are not,
@@ -65,7 +99,7 @@ func (v *View) Look(ctx context.Context) (Picture, error) {
 	if err != nil {
 		return Picture{}, err
 	}
-	return Judge(src, wants, haves, v.Now(), v.StuckAfter), nil
+	return Judge(src, wants, v.progressed(haves), v.Now(), v.StuckAfter), nil
 }
 
 // Tell says each event of the picture that was not said before, and

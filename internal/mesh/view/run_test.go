@@ -201,3 +201,36 @@ func TestRunSaysAChangeAsItHappens(t *testing.T) {
 		t.Fatalf("Run ended with %v", err)
 	}
 }
+
+// TestAHeartbeatIsNoProgress: a have written again unchanged but its time,
+// as an agent's heartbeat is, leaves a place that does not settle stuck.
+func TestAHeartbeatIsNoProgress(t *testing.T) {
+	w := newWorld(t)
+	now := t0.Add(time.Minute)
+	v := w.view(now)
+	v.StuckAfter = 10 * time.Minute
+	w.put(w.bus.Wants, key(bus.WantKey, "n1", "web"), want("f2", dB, t0))
+	w.put(w.bus.Haves, key(bus.HaveKey, "n1", "web"), have("f2", dB, bus.PhaseRunning, bus.Unhealthy, t0))
+	look := func() view.State {
+		p, err := v.Look(context.Background())
+		if err != nil || len(p.Cells) != 1 {
+			t.Fatalf("%+v %v", p, err)
+		}
+		return p.Cells[0].State
+	}
+	if got := look(); got != view.StateMoving {
+		t.Fatalf("%s a minute in", got)
+	}
+	// Eleven minutes on, the agent has written the same have every 30 s.
+	now = t0.Add(11 * time.Minute)
+	v.Now = func() time.Time { return now }
+	w.put(w.bus.Haves, key(bus.HaveKey, "n1", "web"), have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now.Add(-10*time.Second)))
+	if got := look(); got != view.StateStuck {
+		t.Fatalf("%s after eleven minutes of heartbeats", got)
+	}
+	// A have that changes is progress.
+	w.put(w.bus.Haves, key(bus.HaveKey, "n1", "web"), have("f2", dB, bus.PhaseApplying, bus.Unknown, now))
+	if got := look(); got != view.StateMoving {
+		t.Fatalf("%s after the have changed", got)
+	}
+}
