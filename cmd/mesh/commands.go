@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -275,17 +274,25 @@ func loadTrust(getenv func(string) string) (*composition.Trust, error) {
 	return composition.NewTrust(keys...)
 }
 
-// connect opens the bus at NATS_URL, making the buckets that do not exist.
-func connect(ctx context.Context, getenv func(string) string, name string) (*bus.Bus, func(), error) {
+// busSettings reads where the bus is, how to prove oneself to it and how
+// many copies of each bucket to make.
+func busSettings(getenv func(string) string) (string, bus.Credential, bus.Options, error) {
 	env := settings.New(getenv)
 	url := env.String(natsURL.Name, natsURL.Default)
+	cred := bus.Credential{CredsFile: env.String(natsCreds.Name, ""), NkeyFile: env.String(natsNkey.Name, "")}
 	count := env.PositiveInt(replicas.Name, 1)
-	if err := env.Err(); err != nil {
+	return url, cred, bus.Options{Replicas: count}, env.Err()
+}
+
+// connect opens the bus at NATS_URL, making the buckets that do not exist.
+func connect(ctx context.Context, getenv func(string) string, name string) (*bus.Bus, func(), error) {
+	url, cred, opts, err := busSettings(getenv)
+	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1))
+	nc, err := bus.Connect(url, name, cred)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w", url, err)
+		return nil, nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -294,7 +301,7 @@ func connect(ctx context.Context, getenv func(string) string, name string) (*bus
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, js, bus.Options{Replicas: count})
+	b, err := bus.Open(ctx, js, opts)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

@@ -41,6 +41,8 @@ func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
 // read it.
 var (
 	natsURL      = settings.Variable{Name: "NATS_URL", Default: "nats://127.0.0.1:4222", Meaning: "the NATS server (JetStream) the bus is on"}
+	natsCreds    = settings.Variable{Name: "NATS_CREDS", Default: "", Meaning: "a NATS credentials file (a user JWT and its nkey seed) to connect with; empty, none"}
+	natsNkey     = settings.Variable{Name: "NATS_NKEY", Default: "", Meaning: "a file holding an nkey seed to connect with, instead of NATS_CREDS; empty, none"}
 	trustedKeys  = settings.Variable{Name: "MESH_TRUSTED_KEYS", Default: settings.Required, Meaning: "a file of PEM Ed25519 public keys; a composition none of them signed is never wanted"}
 	onlineWindow = settings.Variable{Name: "ONLINE_WINDOW", Default: "2m", Meaning: "a node that wrote a have this recently is online; the first online node by name is a module's canary"}
 	tick         = settings.Variable{Name: "ASSIGN_TICK", Default: "15s", Meaning: "time between decisions when nothing on the bus changed (a node going offline changes the canary)"}
@@ -48,32 +50,32 @@ var (
 )
 
 // variables are every variable mesh reads.
-var variables = []string{natsURL.Name, trustedKeys.Name, onlineWindow.Name, tick.Name, replicas.Name,
+var variables = []string{natsURL.Name, natsCreds.Name, natsNkey.Name, trustedKeys.Name, onlineWindow.Name, tick.Name, replicas.Name,
 	stuckAfter.Name, viewTick.Name, stallAfter.Name, watchAddr.Name,
 	nodeName.Name, meshRoot.Name, stopGrace.Name, healthFor.Name, backupDir.Name, backupWait.Name}
 
 func variablesOf(command string) []settings.Variable {
 	switch command {
 	case "compose":
-		return []settings.Variable{natsURL, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, replicas}
 	case "assigner":
-		return []settings.Variable{natsURL, trustedKeys, onlineWindow, tick, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, onlineWindow, tick, replicas}
 	case "put":
-		return []settings.Variable{natsURL, trustedKeys, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, replicas}
 	case "view":
-		return []settings.Variable{natsURL, stuckAfter, viewTick, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, stuckAfter, viewTick, replicas}
 	case "status":
-		return []settings.Variable{natsURL, stuckAfter, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, stuckAfter, replicas}
 	case "source":
-		return []settings.Variable{natsURL, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, replicas}
 	case "watchman":
-		return []settings.Variable{natsURL, stallAfter, viewTick, watchAddr, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, stallAfter, viewTick, watchAddr, replicas}
 	case "agent":
-		return []settings.Variable{natsURL, trustedKeys, nodeName, meshRoot, stopGrace, healthFor, backupWait, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, nodeName, meshRoot, stopGrace, healthFor, backupWait, replicas}
 	case "backup-seat":
-		return []settings.Variable{natsURL, nodeName, backupDir, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, nodeName, backupDir, replicas}
 	case "mesh":
-		return []settings.Variable{natsURL, trustedKeys, onlineWindow, tick, replicas, stuckAfter, viewTick, stallAfter,
+		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, onlineWindow, tick, replicas, stuckAfter, viewTick, stallAfter,
 			watchAddr, nodeName, meshRoot, stopGrace, healthFor, backupDir, backupWait}
 	default:
 		return nil

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
@@ -29,7 +32,9 @@ func agentCommand(in invocation) *cobra.Command {
 		Long: "mesh agent watches its node's wants and its bucket composed-<node> and, one module at a time, applies a\n" +
 			"want only when the composition it names is there and verifies against MESH_TRUSTED_KEYS, backing a\n" +
 			"module that holds data up through the node's seat first; anything else is refused with a have saying\n" +
-			"why. On start it runs what its disk says runs and writes its haves again. A bad variable exits 2.",
+			"why. On start it runs what its disk says runs and writes its haves again. While the bus does not answer\n" +
+			"its modules run on and it tries again after 1 s, doubled to 30 s, and at once when the bus is back.\n" +
+			"A bad variable exits 2.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env := settings.New(in.getenv)
@@ -45,15 +50,26 @@ func agentCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
-			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh agent "+node)
+			url, cred, opts, err := busSettings(in.getenv)
+			if err != nil {
+				return fail(in, 2, "bad configuration", err)
+			}
+			// The agent does not wait for the bus to start what its disk
+			// says runs: it dials on in the background.
+			nc, back, err := bus.Dial(url, "mesh agent "+node, cred)
+			if err != nil {
+				return fail(in, 2, "bad configuration", err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
-			defer closeBus()
-			a := &agent.Agent{Node: node, Bus: b, Trust: trust, Layout: agent.Layout{Root: root},
-				Backup: seat.Client{Node: node, Conn: b.JS.Conn(), Within: wait},
+			a := &agent.Agent{Node: node, Trust: trust, Layout: agent.Layout{Root: root},
+				Open: func(ctx context.Context) (*bus.Bus, error) { return bus.Open(ctx, js, opts) }, Back: back,
+				Backup: seat.Client{Node: node, Conn: nc, Within: wait},
 				Grace:  grace, HealthWithin: within, Output: in.stderr, Logger: in.logger, Now: in.now}
+			ctx := cmd.Context()
 			in.logger.Info("mesh agent started", slog.String("node", node), slog.String("root", root), slog.Any("trustedKeys", trust.KeyIDs()))
 			err = a.Run(ctx)
 			// The modules go on running: an agent stopped for its own

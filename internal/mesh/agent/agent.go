@@ -37,10 +37,20 @@ type Backup interface {
 // Agent is one node's agent: it applies, one module at a time, what its
 // wants name and its bucket holds signed, and writes its haves.
 type Agent struct {
-	Node   string
-	Bus    *bus.Bus
-	Trust  Opener
-	Layout Layout
+	Node string
+	// Bus is the bus the agent uses; when nil, Open opens it, tried again
+	// with Backoff until the bus answers, what runs on disk running
+	// meanwhile.
+	Bus  *bus.Bus
+	Open func(context.Context) (*bus.Bus, error)
+	// Back, when set, has a value each time the connection to the bus is
+	// made again (bus.Dial gives one): a pass then runs at once.
+	Back <-chan struct{}
+	// Backoff is the wait after a pass the bus did not answer; its zero
+	// value is 1 s doubled to 30 s.
+	Backoff Backoff
+	Trust   Opener
+	Layout  Layout
 	// Backup is the node's backup seat; nil, a module that holds data is
 	// never applied.
 	Backup Backup
@@ -48,8 +58,7 @@ type Agent struct {
 	Grace time.Duration
 	// HealthWithin is how long a started module has to pass its check.
 	HealthWithin time.Duration
-	// Tick is how often it looks with nothing new on the bus (a bus that
-	// did not answer is tried again then).
+	// Tick is how often it looks with nothing new on the bus.
 	Tick time.Duration
 	// Heartbeat is how often a have that did not change is written again,
 	// so the node stays online for the assigner (well within its
@@ -63,6 +72,11 @@ type Agent struct {
 	procs    map[string]*Process
 	attempts map[string]string // module → the want and composition last applied or refused
 	haves    map[string]bus.Have
+
+	// unanswered says the bus did not answer during the pass under way;
+	// failures counts such passes in a row. Only Run's goroutine uses them.
+	unanswered bool
+	failures   int
 }
 
 func (a *Agent) init() {
@@ -96,12 +110,53 @@ func (a *Agent) init() {
 // it runs goes on running, stopped only by Stop.
 func (a *Agent) Run(ctx context.Context) error {
 	a.init()
+	if a.Bus == nil && a.Open == nil {
+		return errors.New("the agent has no bus and no way to open one")
+	}
 	a.resume(ctx)
+	for failures := 1; ; failures++ {
+		err := a.watch(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.Logger.Warn("the bus did not answer", slog.String("error", err.Error()))
+		wait := time.NewTimer(a.Backoff.After(failures))
+		select {
+		case <-ctx.Done():
+		case <-a.Back:
+		case <-wait.C:
+		}
+		wait.Stop()
+	}
+}
+
+// watch opens the bus if it is not yet, and passes on every change of the
+// node's wants or compositions, on its Back and its Tick, until the bus
+// cannot be watched or ctx ends.
+func (a *Agent) watch(ctx context.Context) error {
+	if a.Bus == nil {
+		b, err := a.Open(ctx)
+		if err != nil {
+			return err
+		}
+		a.Bus = b
+	}
 	composed, err := a.Bus.Composed(ctx, a.Node)
 	if err != nil {
 		return err
 	}
-	return bus.EveryChange(ctx, a.Tick, a.pass, a.Bus.Wants, composed)
+	return bus.Loop{Stores: []jetstream.KeyValue{a.Bus.Wants, composed}, Wake: a.Back, Wait: a.wait}.Run(ctx, a.pass)
+}
+
+// wait is how long to wait for a change before the next pass: the tick, or
+// while the bus does not answer, the backoff.
+func (a *Agent) wait() time.Duration {
+	if !a.unanswered {
+		a.failures = 0
+		return a.Tick
+	}
+	a.failures++
+	return a.Backoff.After(a.failures)
 }
 
 // Stop stops every module the agent runs.
@@ -139,10 +194,12 @@ func (a *Agent) resume(ctx context.Context) {
 
 // pass applies each of the node's wants, one module at a time.
 func (a *Agent) pass(ctx context.Context) {
+	a.unanswered = false
 	wants, err := bus.ReadPlaces(ctx, a.Bus.Wants, bus.KindWant, bus.DecodeWant, func(key string, err error) {
 		a.Logger.Warn("document skipped", slog.String("key", key), slog.String("error", err.Error()))
 	})
 	if err != nil {
+		a.unanswered = true
 		a.Logger.Warn("the bus did not answer", slog.String("error", err.Error()))
 		return
 	}
@@ -185,6 +242,7 @@ func (a *Agent) beat(ctx context.Context) {
 func (a *Agent) present(ctx context.Context) {
 	entries, err := bus.ReadAll(ctx, a.Bus.Modules)
 	if err != nil {
+		a.unanswered = true
 		return
 	}
 	for _, raw := range entries {
@@ -214,6 +272,7 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	case err != nil && entry.Digest == "":
+		a.unanswered = true
 		a.Logger.Warn("the bus did not answer", slog.String("module", module), slog.String("error", err.Error()))
 		return
 	case err != nil:
@@ -252,6 +311,12 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 			err = a.Backup.BackUp(ctx, module, data)
 		}
 		if err != nil {
+			if bus.Unanswered(err) {
+				// Not an answer: tried again at the next pass, not only at
+				// the next change of the want.
+				a.forget(module)
+				a.unanswered = true
+			}
 			a.failed(ctx, module, next, fmt.Errorf("no backup of %s, so not applied: %w", doc.DataDir, err))
 			return
 		}
@@ -329,6 +394,12 @@ func (a *Agent) remember(module, attempt string) {
 	a.mu.Unlock()
 }
 
+func (a *Agent) forget(module string) {
+	a.mu.Lock()
+	delete(a.attempts, module)
+	a.mu.Unlock()
+}
+
 // health is the last health written for module.
 func (a *Agent) health(module string) bus.Health {
 	a.mu.Lock()
@@ -345,10 +416,21 @@ func (a *Agent) writeHave(ctx context.Context, module string, h bus.Have) {
 	a.haves[module] = h
 	a.mu.Unlock()
 	key, err := bus.HaveKey(a.Node, module)
-	if err == nil {
+	switch {
+	case err != nil:
+	case a.Bus == nil:
+		err = errors.New("the bus is not open yet")
+	default:
 		_, err = a.Bus.Haves.Put(ctx, key, bus.Encode(h))
 	}
 	if err != nil {
+		// A have the bus did not take is due at once: its zero time makes
+		// the next pass's beat write it.
+		a.mu.Lock()
+		h.At = time.Time{}
+		a.haves[module] = h
+		a.mu.Unlock()
+		a.unanswered = true
 		a.Logger.Warn("have not written", slog.String("module", module), slog.String("error", err.Error()))
 	}
 }

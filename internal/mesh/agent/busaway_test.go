@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -60,4 +63,53 @@ func TestTheBusAwayForThirtySeconds(t *testing.T) {
 	if h, err := n.bus.Haves.History(context.Background(), key); err != nil || len(h) == 0 {
 		t.Fatalf("the haves' history: %v", err)
 	}
+}
+
+// TestAnAgentStartedWithTheBusAway runs what its disk says at once, and
+// writes its haves the moment the bus is back: its tick and its backoff
+// are an hour, so only the reconnect can make that pass.
+func TestAnAgentStartedWithTheBusAway(t *testing.T) {
+	server := testenv.NewNATS(t)
+	n := newNode(t)
+	n.bus = bustest.Open(t, server.URL, 1)
+	first := n.start()
+	d1, _ := n.compose(n.signer, "f1", nil)
+	n.want("f1", d1)
+	n.have("f1 running healthy", running("f1"))
+	first.Stop()
+	key, _ := bus.HaveKey("n1", "web")
+	if err := n.bus.Haves.Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	server.Stop()
+
+	nc, back, err := bus.Dial(server.URL, "agent n1", bus.Credential{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	n.startWith(nil, func(a *agent.Agent) {
+		a.Bus, a.Back = nil, back
+		a.Tick, a.Backoff = time.Hour, agent.Backoff{First: time.Hour, Most: time.Hour}
+		a.Open = func(ctx context.Context) (*bus.Bus, error) {
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return nil, err
+			}
+			return bus.Open(ctx, js, bus.Options{})
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for n.serves() != "f1" {
+		if time.Now().After(deadline) {
+			t.Fatalf("with the bus away the module answers %q\n%s", n.serves(), n.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := server.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n.have("f1 written again once the bus is back", running("f1"))
 }

@@ -85,11 +85,14 @@ func newNode(t testing.TB) *node {
 // start runs an agent until the test ends; its modules are stopped then.
 func (n *node) start() *agent.Agent { return n.startWith(nil) }
 
-// startWith is start with a backup seat.
-func (n *node) startWith(backup agent.Backup) *agent.Agent {
+// startWith is start with a backup seat, the agent tuned as the test says.
+func (n *node) startWith(backup agent.Backup, tune ...func(*agent.Agent)) *agent.Agent {
 	n.t.Helper()
 	a := &agent.Agent{Backup: backup, Heartbeat: n.heartbeat, Node: "n1", Bus: n.bus, Trust: n.trust, Layout: agent.Layout{Root: n.root}, Grace: 2 * time.Second,
 		HealthWithin: 10 * time.Second, Tick: 200 * time.Millisecond, Output: n.logs, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
+	for _, f := range tune {
+		f(a)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -331,4 +334,33 @@ func TestAHaveIsWrittenAgainAsAHeartbeat(t *testing.T) {
 	if again.Digest != first.Digest || again.Phase != first.Phase || again.Health != first.Health || again.Reason != first.Reason {
 		t.Fatalf("the heartbeat changed the have: %+v, was %+v", again, first)
 	}
+}
+
+// TestABackupTheSeatDidNotAnswerIsAskedAgain: with no seat listening yet
+// the apply fails for want of an answer, and, with nothing changed on the
+// bus, is tried again with the backoff until the seat is there.
+func TestABackupTheSeatDidNotAnswerIsAskedAgain(t *testing.T) {
+	n := newNode(t)
+	d1, _ := n.composeDoc(n.signer, "f1", nil, true)
+	n.want("f1", d1)
+	nc := n.bus.JS.Conn()
+	n.startWith(seat.Client{Node: "n1", Conn: nc, Within: 5 * time.Second}, func(a *agent.Agent) {
+		a.Tick = time.Hour // only the backoff can try again
+		a.Backoff = agent.Backoff{First: 100 * time.Millisecond, Most: 400 * time.Millisecond}
+	})
+	h := n.have("failed for want of the seat's answer", func(h bus.Have) bool { return h.Phase == bus.PhaseFailed })
+	if !strings.Contains(h.Reason, "no responders") {
+		t.Fatalf("have %+v", h)
+	}
+	s := &seat.Seat{Node: "n1", Dir: t.TempDir(), Conn: nc, Now: time.Now, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("the seat ended with %v", err)
+		}
+	})
+	n.have("f1 running healthy once the seat answers", running("f1"))
 }

@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -60,37 +59,4 @@ func ReadPlaces[T any](ctx context.Context, kv jetstream.KeyValue, kind Kind, de
 		out[Place{Node: k.Node, Module: k.Module}] = doc
 	}
 	return out, nil
-}
-
-// EveryChange runs pass at once, then again after each change to any of
-// stores (changes that come during a pass make one more) and every tick,
-// since some judgements turn with time alone; it returns when ctx ends.
-func EveryChange(ctx context.Context, tick time.Duration, pass func(context.Context), stores ...jetstream.KeyValue) error {
-	changed := make(chan struct{}, 1)
-	for _, kv := range stores {
-		w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
-		if err != nil {
-			return fmt.Errorf("watch %s: %w", kv.Bucket(), err)
-		}
-		go func() {
-			defer func() { _ = w.Stop() }()
-			for range w.Updates() {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
-		}()
-	}
-	ticker := time.NewTicker(tick)
-	defer ticker.Stop()
-	for {
-		pass(ctx)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		case <-ticker.C:
-		}
-	}
 }

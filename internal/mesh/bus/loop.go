@@ -1,0 +1,59 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Loop runs a pass at once, then again after each change to any of its
+// Stores (changes that come during a pass make one more), each value on
+// Wake, and once Wait has passed with nothing new, since some judgements
+// turn with time alone.
+type Loop struct {
+	Stores []jetstream.KeyValue
+	// Wake, when set, asks for a pass at once: the bus is back.
+	Wake <-chan struct{}
+	// Wait is asked after each pass how long to wait with nothing new.
+	Wait func() time.Duration
+}
+
+// Run passes until ctx ends, and returns its error.
+func (l Loop) Run(ctx context.Context, pass func(context.Context)) error {
+	changed := make(chan struct{}, 1)
+	for _, kv := range l.Stores {
+		w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", kv.Bucket(), err)
+		}
+		go func() {
+			defer func() { _ = w.Stop() }()
+			for range w.Updates() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		pass(ctx)
+		timer.Reset(l.Wait())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-l.Wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// EveryChange is a Loop over stores that waits tick between passes.
+func EveryChange(ctx context.Context, tick time.Duration, pass func(context.Context), stores ...jetstream.KeyValue) error {
+	return Loop{Stores: stores, Wait: func() time.Duration { return tick }}.Run(ctx, pass)
+}
