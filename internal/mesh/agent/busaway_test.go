@@ -72,15 +72,7 @@ func TestAnAgentStartedWithTheBusAway(t *testing.T) {
 	server := testenv.NewNATS(t)
 	n := newNode(t)
 	n.bus = bustest.Open(t, server.URL, 1)
-	first := n.start()
-	d1, _ := n.compose(n.signer, "f1", nil)
-	n.want("f1", d1)
-	n.have("f1 running healthy", running("f1"))
-	first.Stop()
-	key, _ := bus.HaveKey("n1", "web")
-	if err := n.bus.Haves.Delete(context.Background(), key); err != nil {
-		t.Fatal(err)
-	}
+	n.runThenStop("f1")
 	server.Stop()
 
 	nc, back, err := bus.Dial(server.URL, "agent n1", bus.Credential{})

@@ -106,6 +106,36 @@ func (n *node) startWith(backup agent.Backup, tune ...func(*agent.Agent)) *agent
 	return a
 }
 
+// seat runs the node's backup seat into dir until the test ends.
+func (n *node) seat(dir string) {
+	n.t.Helper()
+	s := &seat.Seat{Node: "n1", Dir: dir, Conn: n.bus.JS.Conn(), Now: time.Now, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	n.t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			n.t.Errorf("the seat ended with %v", err)
+		}
+	})
+}
+
+// runThenStop has an agent apply fingerprint, stops it and deletes its
+// have, leaving what runs on disk alone for the next agent to read.
+func (n *node) runThenStop(fingerprint string) {
+	n.t.Helper()
+	first := n.start()
+	digest, _ := n.compose(n.signer, fingerprint, nil)
+	n.want(fingerprint, digest)
+	n.have(fingerprint+" running healthy", running(fingerprint))
+	first.Stop()
+	key, _ := bus.HaveKey("n1", "web")
+	if err := n.bus.Haves.Delete(context.Background(), key); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
 // compose signs the module web at fingerprint for n1 with signer and puts
 // it on the bus; it answers the envelope's digest.
 func (n *node) compose(signer *composition.Signer, fingerprint string, env map[string]string) (string, []byte) {
@@ -256,15 +286,7 @@ func TestTheAgentAppliesOnlyWhatItIsSignedTo(t *testing.T) {
 // bus's want notwithstanding.
 func TestARestartedAgentReadsWhatRunsFromDisk(t *testing.T) {
 	n := newNode(t)
-	first := n.start()
-	d1, _ := n.compose(n.signer, "f1", nil)
-	n.want("f1", d1)
-	n.have("f1 running healthy", running("f1"))
-	first.Stop()
-	key, _ := bus.HaveKey("n1", "web")
-	if err := n.bus.Haves.Delete(context.Background(), key); err != nil {
-		t.Fatal(err)
-	}
+	n.runThenStop("f1")
 	// The next agent starts what its disk says, and writes its have
 	// again before any want is read.
 	n.start()
@@ -290,16 +312,7 @@ func TestADataModuleIsBackedUpBeforeItIsApplied(t *testing.T) {
 
 	nc := n.bus.JS.Conn()
 	backups := t.TempDir()
-	s := &seat.Seat{Node: "n1", Dir: backups, Conn: nc, Now: time.Now, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("the seat ended with %v", err)
-		}
-	})
+	n.seat(backups)
 	n.startWith(seat.Client{Node: "n1", Conn: nc, Within: 30 * time.Second})
 	n.have("f1 running healthy", running("f1"))
 	d2, _ := n.composeDoc(n.signer, "f2", nil, true)
@@ -352,15 +365,6 @@ func TestABackupTheSeatDidNotAnswerIsAskedAgain(t *testing.T) {
 	if !strings.Contains(h.Reason, "no responders") {
 		t.Fatalf("have %+v", h)
 	}
-	s := &seat.Seat{Node: "n1", Dir: t.TempDir(), Conn: nc, Now: time.Now, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("the seat ended with %v", err)
-		}
-	})
+	n.seat(t.TempDir())
 	n.have("f1 running healthy once the seat answers", running("f1"))
 }
