@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -49,6 +50,15 @@ func MustCompile(doc []byte, opts ...Option) *Schema {
 		panic(fmt.Sprintf("embedded schema %s: %v", head.ID, err))
 	}
 	return &Schema{compiled: c.MustCompile(head.ID)}
+}
+
+// MustCompileFile is MustCompile of the file at name in an embedded folder.
+func MustCompileFile(folder fs.FS, name string, opts ...Option) *Schema {
+	raw, err := fs.ReadFile(folder, name)
+	if err != nil {
+		panic(fmt.Sprintf("embedded schema %s: %v", name, err))
+	}
+	return MustCompile(raw, opts...)
 }
 
 // Validate holds a parsed document (as Parse gives it) to the schema.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 )
@@ -73,6 +74,20 @@ func TestMustCompilePanicsOnABrokenSchema(t *testing.T) {
 		}
 	}()
 	jsondoc.MustCompile([]byte(`{"type": 7}`))
+}
+
+func TestMustCompileFileReadsTheFolder(t *testing.T) {
+	folder := fstest.MapFS{"schema/port.schema.json": {Data: []byte(`{"$id": "port.schema.json", "type": "integer", "minimum": 1}`)}}
+	port := jsondoc.MustCompileFile(folder, "schema/port.schema.json")
+	if err := port.Validate(float64(0)); err == nil {
+		t.Fatal("0 held to minimum 1 passed")
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "absent.schema.json") {
+			t.Fatalf("a file not there: %v", r)
+		}
+	}()
+	jsondoc.MustCompileFile(folder, "schema/absent.schema.json")
 }
 
 func TestOneLine(t *testing.T) {

@@ -16,11 +16,7 @@ import (
 var Schemas embed.FS
 
 func mustSchema(file string) *jsondoc.Schema {
-	raw, err := Schemas.ReadFile("schema/" + file)
-	if err != nil {
-		panic(err)
-	}
-	return jsondoc.MustCompile(raw, jsondoc.AssertFormats())
+	return jsondoc.MustCompileFile(Schemas, "schema/"+file, jsondoc.AssertFormats())
 }
 
 var (
