@@ -16,7 +16,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
@@ -119,21 +118,8 @@ func (s *started) end() {
 func grant(t *testing.T, cp *testenv.ControlPlane, recordNS string) string {
 	t.Helper()
 	kubeconfig := cp.GrantKubeconfig(t, rbacFile, "delivery-system", "release-record", "delivery-system # RECORD_NAMESPACE", recordNS+" # RECORD_NAMESPACE")
-	kube, err := kubernetes.NewForConfig(cp.As("delivery-system", "release-record"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := kube.CoreV1().ConfigMaps(recordNS).List(context.Background(), metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return kubeconfig
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the grant never took: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitForGrant(t, cp.As("delivery-system", "release-record"), recordNS)
+	return kubeconfig
 }
 
 func sign(body string) string {

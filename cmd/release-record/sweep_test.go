@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/releasehistory"
@@ -33,21 +32,8 @@ func sweepGrant(t *testing.T, cp *testenv.ControlPlane, recordNS string, replace
 	t.Helper()
 	replace = append([]string{"delivery-system # RECORD_NAMESPACE", recordNS + " # RECORD_NAMESPACE"}, replace...)
 	kubeconfig := cp.GrantKubeconfig(t, sweepRBAC, "delivery-system", "release-record-sweep", replace...)
-	kube, err := kubernetes.NewForConfig(cp.As("delivery-system", "release-record-sweep"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := kube.CoreV1().ConfigMaps(recordNS).List(context.Background(), metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return kubeconfig
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the grant never took: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitForGrant(t, cp.As("delivery-system", "release-record-sweep"), recordNS)
+	return kubeconfig
 }
 
 // seed writes a release merged an hour ago with no fact since, and one

@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
@@ -383,21 +382,8 @@ func serviceGrant(t testing.TB) (*testenv.ControlPlane, string, *rest.Config) {
 	cp := testenv.Shared(t)
 	ns := cp.Namespace(t)
 	cfg := cp.Grant(t, ServiceRBAC, "delivery-system", "release-record", "delivery-system # RECORD_NAMESPACE", ns+" # RECORD_NAMESPACE")
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return cp, ns, cfg
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the grant never took: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitForGrant(t, cfg, ns)
+	return cp, ns, cfg
 }
 
 // TestKubeRecords reads records written as the release record writes them,

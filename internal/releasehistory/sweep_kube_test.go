@@ -35,23 +35,8 @@ func sweepGrant(t testing.TB, replace ...string) (*testenv.ControlPlane, string,
 	ns := cp.Namespace(t)
 	replace = append([]string{"delivery-system # RECORD_NAMESPACE", ns + " # RECORD_NAMESPACE"}, replace...)
 	cfg := cp.Grant(t, SweepRBAC, "delivery-system", "release-record-sweep", replace...)
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The API server's authoriser takes a grant in a moment after it is
-	// written.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return cp, ns, cfg
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the grant never took: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitForGrant(t, cfg, ns)
+	return cp, ns, cfg
 }
 
 // put writes records as the release record does, as the cluster's admin.

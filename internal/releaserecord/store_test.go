@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
@@ -31,29 +30,8 @@ func grant(t testing.TB) (*testenv.ControlPlane, string, *rest.Config) {
 	cp := testenv.Shared(t)
 	ns := cp.Namespace(t)
 	cfg := cp.Grant(t, rbacFile, "delivery-system", "release-record", "delivery-system # RECORD_NAMESPACE", ns+" # RECORD_NAMESPACE")
-	waitForGrant(t, cfg, ns)
+	testenv.WaitForGrant(t, cfg, ns)
 	return cp, ns, cfg
-}
-
-// waitForGrant waits until the API server's authoriser has the grant just
-// applied: it takes RBAC changes in a moment after they are written.
-func waitForGrant(t testing.TB, cfg *rest.Config, ns string) {
-	t.Helper()
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the grant never took: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestKubeStoreUnderItsGrant(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -115,4 +116,26 @@ func (cp *ControlPlane) GrantKubeconfig(t testing.TB, rbacFile, namespace, servi
 		t.Fatal(err)
 	}
 	return path
+}
+
+// WaitForGrant waits, up to 15 s, until cfg may list the ConfigMaps of
+// namespace: the API server's authoriser takes a grant a moment after it
+// is written, so a test that acts at once would see it refused.
+func WaitForGrant(t testing.TB, cfg *rest.Config, namespace string) {
+	t.Helper()
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := kube.CoreV1().ConfigMaps(namespace).List(context.Background(), metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the grant never took: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
