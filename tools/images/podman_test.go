@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,10 @@ import (
 // podman runs podman as root against storage of its own, thrown away when
 // the test ends: runc as the runtime (the default crun fails on some hosts'
 // cgroups) and ulimits podman would otherwise read from the host's limits.
+// Its per-boot folder and its locks are its own too: with the host's
+// /run/libpod and shared-memory locks, two test runs at once take each
+// other's lock numbers, and one's reset makes the other's podman think the
+// host rebooted.
 type podman struct {
 	dir  string
 	root []string // the flags that pick the throwaway storage
@@ -27,6 +32,8 @@ default_ulimits = ["nofile=16384:16384", "nproc=4096:4096"]
 
 [engine]
 runtime = "runc"
+lock_type = "file"
+tmp_dir = %q
 `
 
 func newPodman(t *testing.T) *podman {
@@ -43,7 +50,7 @@ func newPodman(t *testing.T) *podman {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "containers.conf")
-	if err := os.WriteFile(conf, []byte(containersConf), 0o644); err != nil {
+	if err := os.WriteFile(conf, fmt.Appendf(nil, containersConf, filepath.Join(dir, "tmp")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := &podman{dir: dir, root: []string{"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run")},
