@@ -338,7 +338,7 @@ func (a *Assigner) take(ctx context.Context, st *state, c change, k bus.Key, del
 	case c.bucket == bus.GrantsBucket && k.Kind == bus.KindGrant:
 		return decodeInto(st.grants, key, raw, deleted, bus.DecodeGrant, func(g bus.Grant) error { return same(g.Module, g.Fingerprint) })
 	case c.bucket == bus.WantsBucket && k.Kind == bus.KindWant:
-		p := Place{k.Node, k.Module}
+		p := Place{Node: k.Node, Module: k.Module}
 		if st.wants[p].revision > c.entry.Revision() {
 			return nil // the assigner's own later write is held already
 		}
@@ -354,7 +354,7 @@ func (a *Assigner) take(ctx context.Context, st *state, c change, k bus.Key, del
 		st.wants[p] = heldWant{want: w, revision: c.entry.Revision()}
 		return nil
 	case c.bucket == bus.HavesBucket && k.Kind == bus.KindHave:
-		p := Place{k.Node, k.Module}
+		p := Place{Node: k.Node, Module: k.Module}
 		delete(st.haves, p)
 		if deleted {
 			return nil

@@ -12,8 +12,8 @@ import (
 // count as online, and so to be a canary.
 const DefaultOnlineWindow = 2 * time.Minute
 
-// Place is one module on one node: where a want or a have is.
-type Place struct{ Node, Module string }
+// Place is one module on one node, the bus's own key of a want or a have.
+type Place = bus.Place
 
 // Version is one build of a module.
 type Version struct{ Module, Fingerprint string }
@@ -107,21 +107,21 @@ func Decide(in Input) []Write {
 		if !hasCanary {
 			continue // rule 3: no canary, so no node may move
 		}
-		proved := in.Haves[Place{canary, reg.Module}].RunsHealthy(fingerprint)
+		proved := in.Haves[Place{Node: canary, Module: reg.Module}].RunsHealthy(fingerprint)
 		// Rule 4 counts the nodes besides the canary that want the
 		// fingerprint and do not run it healthy yet: the ones ahead of what
 		// the canary proved, still proving it themselves.
 		ahead := 0
 		if reg.Step > 0 {
 			for _, n := range nodes {
-				p := Place{n, reg.Module}
+				p := Place{Node: n, Module: reg.Module}
 				if w, ok := in.Wants[p]; n != canary && ok && w.Fingerprint == fingerprint && !in.Haves[p].RunsHealthy(fingerprint) {
 					ahead++
 				}
 			}
 		}
 		for _, n := range nodes {
-			p := Place{n, reg.Module}
+			p := Place{Node: n, Module: reg.Module}
 			current, has := in.Wants[p]
 			if has && current.Owner != bus.OwnerRules {
 				continue // a put's or the hand's
@@ -177,7 +177,7 @@ func target(done []bus.Build, held map[Version]bool) (string, bool) {
 
 func providersHealthy(haves map[Place]bus.Have, node string, providers []string) bool {
 	for _, p := range providers {
-		h, ok := haves[Place{node, p}]
+		h, ok := haves[Place{Node: node, Module: p}]
 		if !ok || h.Phase != bus.PhaseRunning || h.Health != bus.Healthy {
 			return false
 		}

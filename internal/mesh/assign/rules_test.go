@@ -35,9 +35,9 @@ func estate() Input {
 		}
 	}
 	for _, n := range nodes {
-		in.Haves[Place{n, "db"}] = bus.Have{Fingerprint: "d1", Phase: bus.PhaseRunning, Health: bus.Healthy, At: now.Add(-time.Minute)}
-		in.Haves[Place{n, "web"}] = runs("f1", now.Add(-time.Minute))
-		in.Wants[Place{n, "web"}] = rulesWant(n, "f1")
+		in.Haves[Place{Node: n, Module: "db"}] = bus.Have{Fingerprint: "d1", Phase: bus.PhaseRunning, Health: bus.Healthy, At: now.Add(-time.Minute)}
+		in.Haves[Place{Node: n, Module: "web"}] = runs("f1", now.Add(-time.Minute))
+		in.Wants[Place{Node: n, Module: "web"}] = rulesWant(n, "f1")
 	}
 	return in
 }
@@ -65,8 +65,8 @@ func said(writes []Write) string {
 
 func TestDecide(t *testing.T) {
 	canaryRuns := func(in *Input) {
-		in.Wants[Place{"n1", "web"}] = rulesWant("n1", "f2")
-		in.Haves[Place{"n1", "web"}] = runs("f2", now)
+		in.Wants[Place{Node: "n1", Module: "web"}] = rulesWant("n1", "f2")
+		in.Haves[Place{Node: "n1", Module: "web"}] = runs("f2", now)
 	}
 	cases := []struct {
 		what   string
@@ -78,7 +78,7 @@ func TestDecide(t *testing.T) {
 		{"everything as the rules give: nothing", func(in *Input) {
 			canaryRuns(in)
 			for _, n := range []string{"n2", "n3"} {
-				in.Wants[Place{n, "web"}] = rulesWant(n, "f2")
+				in.Wants[Place{Node: n, Module: "web"}] = rulesWant(n, "f2")
 			}
 		}, ""},
 		{"an equal want written at another time: nothing", func(in *Input) {
@@ -86,7 +86,7 @@ func TestDecide(t *testing.T) {
 			for _, n := range []string{"n2", "n3"} {
 				w := rulesWant(n, "f2")
 				w.At = now.Add(-24 * time.Hour)
-				in.Wants[Place{n, "web"}] = w
+				in.Wants[Place{Node: n, Module: "web"}] = w
 			}
 		}, ""},
 
@@ -115,7 +115,7 @@ func TestDecide(t *testing.T) {
 		}, "n1=f1"},
 		{"rule 2: every build held", func(in *Input) {
 			in.Holds = []bus.Hold{{Module: "web", Fingerprint: "f1"}, {Module: "web", Fingerprint: "f2"}}
-			delete(in.Wants, Place{"n1", "web"})
+			delete(in.Wants, Place{Node: "n1", Module: "web"})
 		}, ""},
 		{"rule 2: a hold of the same fingerprint on another module", func(in *Input) {
 			in.Holds = []bus.Hold{{Module: "db", Fingerprint: "f2"}}
@@ -123,15 +123,15 @@ func TestDecide(t *testing.T) {
 
 		// 3: the canary, or the canary runs it healthy.
 		{"rule 3: the canary wants it but is not healthy", func(in *Input) {
-			in.Wants[Place{"n1", "web"}] = rulesWant("n1", "f2")
-			in.Haves[Place{"n1", "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseRunning, Health: bus.Unhealthy, At: now}
+			in.Wants[Place{Node: "n1", Module: "web"}] = rulesWant("n1", "f2")
+			in.Haves[Place{Node: "n1", Module: "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseRunning, Health: bus.Unhealthy, At: now}
 		}, ""},
 		{"rule 3: the canary still applying", func(in *Input) {
-			in.Wants[Place{"n1", "web"}] = rulesWant("n1", "f2")
-			in.Haves[Place{"n1", "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseApplying, Health: bus.Unknown, At: now}
+			in.Wants[Place{Node: "n1", Module: "web"}] = rulesWant("n1", "f2")
+			in.Haves[Place{Node: "n1", Module: "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseApplying, Health: bus.Unknown, At: now}
 		}, ""},
 		{"rule 3: the canary healthy at another fingerprint", func(in *Input) {
-			in.Haves[Place{"n1", "web"}] = runs("f0", now)
+			in.Haves[Place{Node: "n1", Module: "web"}] = runs("f0", now)
 		}, "n1=f2"},
 		{"rule 3: the first node offline: the next is the canary", func(in *Input) {
 			for p, h := range in.Haves {
@@ -142,9 +142,9 @@ func TestDecide(t *testing.T) {
 			}
 		}, "n2=f2"},
 		{"rule 3: online by another module's have alone", func(in *Input) {
-			h := in.Haves[Place{"n1", "web"}]
+			h := in.Haves[Place{Node: "n1", Module: "web"}]
 			h.At = now.Add(-time.Hour)
-			in.Haves[Place{"n1", "web"}] = h
+			in.Haves[Place{Node: "n1", Module: "web"}] = h
 		}, "n1=f2"},
 		{"rule 3: a have at the window's edge is online", func(in *Input) {
 			for p, h := range in.Haves {
@@ -187,14 +187,14 @@ func TestDecide(t *testing.T) {
 		{"rule 4: step 1, one node still proving: no other", func(in *Input) {
 			canaryRuns(in)
 			in.Registrations[0].Step = 1
-			in.Wants[Place{"n2", "web"}] = rulesWant("n2", "f2")
-			in.Haves[Place{"n2", "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseApplying, Health: bus.Unknown, At: now}
+			in.Wants[Place{Node: "n2", Module: "web"}] = rulesWant("n2", "f2")
+			in.Haves[Place{Node: "n2", Module: "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseApplying, Health: bus.Unknown, At: now}
 		}, ""},
 		{"rule 4: step 1, the one ahead proved it: the next", func(in *Input) {
 			canaryRuns(in)
 			in.Registrations[0].Step = 1
-			in.Wants[Place{"n2", "web"}] = rulesWant("n2", "f2")
-			in.Haves[Place{"n2", "web"}] = runs("f2", now)
+			in.Wants[Place{Node: "n2", Module: "web"}] = rulesWant("n2", "f2")
+			in.Haves[Place{Node: "n2", Module: "web"}] = runs("f2", now)
 		}, "n3=f2"},
 		{"rule 4: step 2 takes both", func(in *Input) {
 			canaryRuns(in)
@@ -203,35 +203,35 @@ func TestDecide(t *testing.T) {
 		{"rule 4: a put ahead counts against the step", func(in *Input) {
 			canaryRuns(in)
 			in.Registrations[0].Step = 1
-			in.Wants[Place{"n2", "web"}] = bus.Want{Fingerprint: "f2", Digest: digest("n2", "web", "f2"), Owner: bus.PutOwner("op")}
+			in.Wants[Place{Node: "n2", Module: "web"}] = bus.Want{Fingerprint: "f2", Digest: digest("n2", "web", "f2"), Owner: bus.PutOwner("op")}
 		}, ""},
 		{"rule 4: a node that already runs it healthy is not held back", func(in *Input) {
 			canaryRuns(in)
 			in.Registrations[0].Step = 1
-			in.Wants[Place{"n2", "web"}] = rulesWant("n2", "f2")
-			in.Haves[Place{"n2", "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseApplying, At: now}
-			in.Haves[Place{"n3", "web"}] = runs("f2", now)
+			in.Wants[Place{Node: "n2", Module: "web"}] = rulesWant("n2", "f2")
+			in.Haves[Place{Node: "n2", Module: "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseApplying, At: now}
+			in.Haves[Place{Node: "n3", Module: "web"}] = runs("f2", now)
 		}, "n3=f2"},
 		{"rule 4: step does not bind the canary", func(in *Input) {
 			in.Registrations[0].Step = 1
-			in.Wants[Place{"n2", "web"}] = bus.Want{Fingerprint: "f2", Digest: digest("n2", "web", "f2"), Owner: bus.OwnerHand}
+			in.Wants[Place{Node: "n2", Module: "web"}] = bus.Want{Fingerprint: "f2", Digest: digest("n2", "web", "f2"), Owner: bus.OwnerHand}
 		}, "n1=f2"},
 
 		// 5: providers healthy on the node.
 		{"rule 5: the canary's provider unhealthy", func(in *Input) {
-			h := in.Haves[Place{"n1", "db"}]
+			h := in.Haves[Place{Node: "n1", Module: "db"}]
 			h.Health = bus.Unhealthy
-			in.Haves[Place{"n1", "db"}] = h
+			in.Haves[Place{Node: "n1", Module: "db"}] = h
 		}, ""},
 		{"rule 5: a provider absent on one node holds that node alone", func(in *Input) {
 			canaryRuns(in)
-			delete(in.Haves, Place{"n2", "db"})
+			delete(in.Haves, Place{Node: "n2", Module: "db"})
 		}, "n3=f2"},
 		{"rule 5: a provider failed", func(in *Input) {
 			canaryRuns(in)
-			h := in.Haves[Place{"n3", "db"}]
+			h := in.Haves[Place{Node: "n3", Module: "db"}]
 			h.Phase = bus.PhaseFailed
-			in.Haves[Place{"n3", "db"}] = h
+			in.Haves[Place{Node: "n3", Module: "db"}] = h
 		}, "n2=f2"},
 
 		// 6: the grant.
@@ -253,7 +253,7 @@ func TestDecide(t *testing.T) {
 		{"rule 7: a new composition at the same fingerprint is wanted", func(in *Input) {
 			canaryRuns(in)
 			for _, n := range []string{"n2", "n3"} {
-				in.Wants[Place{n, "web"}] = rulesWant(n, "f2")
+				in.Wants[Place{Node: n, Module: "web"}] = rulesWant(n, "f2")
 			}
 			for i, c := range in.Compositions {
 				if c.Node == "n3" && c.Fingerprint == "f2" {
@@ -265,29 +265,29 @@ func TestDecide(t *testing.T) {
 		// Puts and hands.
 		{"a put is never written over", func(in *Input) {
 			canaryRuns(in)
-			in.Wants[Place{"n2", "web"}] = bus.Want{Fingerprint: "f1", Digest: digest("n2", "web", "f1"), Owner: bus.PutOwner("op-1")}
+			in.Wants[Place{Node: "n2", Module: "web"}] = bus.Want{Fingerprint: "f1", Digest: digest("n2", "web", "f1"), Owner: bus.PutOwner("op-1")}
 		}, "n3=f2"},
 		{"a hand want on the canary is never written over", func(in *Input) {
-			in.Wants[Place{"n1", "web"}] = bus.Want{Fingerprint: "f0", Digest: bus.Digest([]byte("mine")), Owner: bus.OwnerHand}
+			in.Wants[Place{Node: "n1", Module: "web"}] = bus.Want{Fingerprint: "f0", Digest: bus.Digest([]byte("mine")), Owner: bus.OwnerHand}
 		}, ""},
 		{"a node without a want gets one", func(in *Input) {
 			canaryRuns(in)
-			delete(in.Wants, Place{"n3", "web"})
+			delete(in.Wants, Place{Node: "n3", Module: "web"})
 		}, "n2=f2 n3=f2"},
 
 		// Combinations.
 		{"the canary's provider down and its composition missing", func(in *Input) {
-			delete(in.Haves, Place{"n1", "db"})
+			delete(in.Haves, Place{Node: "n1", Module: "db"})
 			in.Compositions = slices.DeleteFunc(in.Compositions, func(c Composition) bool { return c.Node == "n1" })
 		}, ""},
 		{"a put on the canary: the rules wait on its have", func(in *Input) {
-			in.Wants[Place{"n1", "web"}] = bus.Want{Fingerprint: "f2", Digest: digest("n1", "web", "f2"), Owner: bus.PutOwner("op")}
-			in.Haves[Place{"n1", "web"}] = runs("f2", now)
+			in.Wants[Place{Node: "n1", Module: "web"}] = bus.Want{Fingerprint: "f2", Digest: digest("n1", "web", "f2"), Owner: bus.PutOwner("op")}
+			in.Haves[Place{Node: "n1", Module: "web"}] = runs("f2", now)
 		}, "n2=f2 n3=f2"},
 		{"held, and the canary offline: the next canary goes back", func(in *Input) {
 			for _, n := range []string{"n1", "n2", "n3"} {
-				in.Wants[Place{n, "web"}] = rulesWant(n, "f2")
-				in.Haves[Place{n, "web"}] = runs("f2", now)
+				in.Wants[Place{Node: n, Module: "web"}] = rulesWant(n, "f2")
+				in.Haves[Place{Node: n, Module: "web"}] = runs("f2", now)
 			}
 			for p, h := range in.Haves {
 				if p.Node == "n1" {
@@ -364,7 +364,7 @@ func Large(nodes, modules int) Input {
 			if i == 0 {
 				have = runs("new", now)
 			}
-			in.Haves[Place{n, module}] = have
+			in.Haves[Place{Node: n, Module: module}] = have
 		}
 	}
 	return in

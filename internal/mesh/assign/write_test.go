@@ -40,7 +40,7 @@ func TestAWriteThatLosesDecidesAgain(t *testing.T) {
 		if _, err := b.Wants.Put(ctx, key, bus.Encode(c.since)); err != nil {
 			t.Fatal(err)
 		}
-		_, wrote, err := a.write(ctx, Write{Place: Place{"n1", "web"}, Want: rules("f2")}, heldWant{want: rules("f1"), revision: held})
+		_, wrote, err := a.write(ctx, Write{Place: Place{Node: "n1", Module: "web"}, Want: rules("f2")}, heldWant{want: rules("f1"), revision: held})
 		if err != nil || wrote != c.wrote {
 			t.Errorf("%s: wrote %v, %v", c.what, wrote, err)
 		}
@@ -56,13 +56,13 @@ func TestAWriteThatLosesDecidesAgain(t *testing.T) {
 	// A key nobody wrote yet is created; one written since by anyone is
 	// not taken by a create.
 	other, _ := bus.WantKey("n2", "web")
-	if _, wrote, err := a.write(ctx, Write{Place: Place{"n2", "web"}, Want: rules("f2")}, heldWant{}); err != nil || !wrote {
+	if _, wrote, err := a.write(ctx, Write{Place: Place{Node: "n2", Module: "web"}, Want: rules("f2")}, heldWant{}); err != nil || !wrote {
 		t.Fatalf("a first want: wrote %v, %v", wrote, err)
 	}
 	if _, err := b.Wants.Put(ctx, other, bus.Encode(bus.Want{Fingerprint: "f0", Digest: bus.Digest([]byte("f0")), Owner: bus.OwnerHand, At: at})); err != nil {
 		t.Fatal(err)
 	}
-	if _, wrote, err := a.write(ctx, Write{Place: Place{"n2", "web"}, Want: rules("f4")}, heldWant{}); err != nil || wrote {
+	if _, wrote, err := a.write(ctx, Write{Place: Place{Node: "n2", Module: "web"}, Want: rules("f4")}, heldWant{}); err != nil || wrote {
 		t.Fatalf("a create over a hand want: wrote %v, %v", wrote, err)
 	}
 }
