@@ -60,14 +60,13 @@ func TestAnAgentKilledMidApplyRestartsIntoOneWholeVersion(t *testing.T) {
 	n := newNode(t)
 	server := testenv.NewNATS(t)
 	n.bus = bustest.Open(t, server.URL, 1)
-	priv, pub, err := composition.GenerateKey()
+	pair, err := composition.NewKeyPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := composition.ParsePrivateKey(priv)
-	n.signer = composition.NewSigner(key)
+	n.signer = pair.Signer
 	keys := filepath.Join(t.TempDir(), "trusted.pub")
-	if err := os.WriteFile(keys, pub, 0o600); err != nil {
+	if err := os.WriteFile(keys, pair.Public, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	self, err := os.Executable()

@@ -64,13 +64,7 @@ type node struct {
 
 func newNode(t testing.TB) *node {
 	t.Helper()
-	priv, pub, err := composition.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := composition.ParsePrivateKey(priv)
-	keys, _ := composition.ParsePublicKeys(pub)
-	trust, err := composition.NewTrust(keys...)
+	keys, err := composition.NewKeyPair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +72,7 @@ func newNode(t testing.TB) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &node{t: t, bus: bustest.Open(t, bustest.Embedded(t), 1), signer: composition.NewSigner(key), trust: trust,
+	return &node{t: t, bus: bustest.Open(t, bustest.Embedded(t), 1), signer: keys.Signer, trust: keys.Trust,
 		root: t.TempDir(), addr: addr, logs: &testenv.LogBuffer{}}
 }
 
@@ -256,9 +250,11 @@ func TestTheAgentAppliesOnlyWhatItIsSignedTo(t *testing.T) {
 	}
 
 	// Signed by a key the node does not trust: refused, f2 runs on.
-	priv, _, _ := composition.GenerateKey()
-	stranger, _ := composition.ParsePrivateKey(priv)
-	d3, _ := n.compose(composition.NewSigner(stranger), "f3", nil)
+	stranger, err := composition.NewKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d3, _ := n.compose(stranger.Signer, "f3", nil)
 	n.want("f3", d3)
 	h := n.have("refused", func(h bus.Have) bool { return h.Phase == bus.PhaseRefused })
 	if h.Fingerprint != "f2" || !strings.Contains(h.Reason, "does not verify") || n.serves() != "f2" {

@@ -29,17 +29,11 @@ type estate struct {
 }
 
 func newEstate(t testing.TB) *estate {
-	priv, pub, err := composition.GenerateKey()
+	keys, err := composition.NewKeyPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := composition.ParsePrivateKey(priv)
-	keys, _ := composition.ParsePublicKeys(pub)
-	trust, err := composition.NewTrust(keys...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &estate{t: t, bus: openBus(t), signer: composition.NewSigner(key), trust: trust, now: time.Now().UTC()}
+	return &estate{t: t, bus: openBus(t), signer: keys.Signer, trust: keys.Trust, now: time.Now().UTC()}
 }
 
 func (e *estate) put(store jetstream.KeyValue, key string, doc any) {
@@ -177,14 +171,13 @@ func TestAssignerCanaryFirstThenTheOthersAndAPutStays(t *testing.T) {
 	}
 
 	// A composition the trusted key did not sign is never wanted.
-	priv, _, err := composition.GenerateKey()
+	other, err := composition.NewKeyPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherKey, _ := composition.ParsePrivateKey(priv)
 	grant3, _ := bus.GrantKey("web", "f3")
 	e.put(e.bus.Grants, grant3, bus.Grant{Module: "web", Fingerprint: "f3", At: e.now})
-	e.compose(composition.NewSigner(otherKey), "n1", "web", "f3")
+	e.compose(other.Signer, "n1", "web", "f3")
 	build3, _ := bus.BuildKey("web", "f3")
 	e.put(e.bus.Builds, build3, bus.Build{Module: "web", Fingerprint: "f3", State: bus.BuildDone, At: e.now.Add(time.Second)})
 	// A second module's want, written after the above, marks a pass that

@@ -253,6 +253,35 @@ func TestKeys(t *testing.T) {
 	}
 }
 
+// TestNewKeyPair holds a made pair to one key: what its signer signs its
+// trust opens, another pair's trust does not, and its public PEM names it.
+func TestNewKeyPair(t *testing.T) {
+	ctx := context.Background()
+	pair, err := NewKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := Sign(ctx, pair.Signer, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pair.Trust.Open(ctx, raw); err != nil {
+		t.Fatalf("its own trust refuses it: %v", err)
+	}
+	if _, err := other.Trust.Open(ctx, raw); err == nil {
+		t.Fatal("another pair's trust opened it")
+	}
+	keys, err := ParsePublicKeys(pair.Public)
+	id, _ := pair.Signer.KeyID()
+	if err != nil || len(keys) != 1 || KeyID(keys[0]) != id || pair.Trust.KeyIDs()[0] != id {
+		t.Fatalf("public %v, %v: not the signer's key %s", keys, err, id)
+	}
+}
+
 // FuzzOpen holds the envelope reader to never panicking and to never
 // opening an envelope the trusted key did not sign.
 func FuzzOpen(f *testing.F) {

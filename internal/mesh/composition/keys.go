@@ -87,6 +87,32 @@ func GenerateKey() (private, public []byte, err error) {
 		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), nil
 }
 
+// KeyPair is a new key ready to sign with: its signer, the trust of it
+// alone, and its public key as PEM, as MESH_TRUSTED_KEYS holds it.
+type KeyPair struct {
+	Signer *Signer
+	Trust  *Trust
+	Public []byte
+}
+
+// NewKeyPair makes a key pair for a composer that signs with a key of its
+// own, as the demo does.
+func NewKeyPair() (KeyPair, error) {
+	priv, pub, err := GenerateKey()
+	if err != nil {
+		return KeyPair{}, err
+	}
+	key, err := ParsePrivateKey(priv)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	trust, err := NewTrust(key.Public().(ed25519.PublicKey))
+	if err != nil {
+		return KeyPair{}, err
+	}
+	return KeyPair{Signer: NewSigner(key), Trust: trust, Public: pub}, nil
+}
+
 // ParsePrivateKey reads a PEM private key; it must be Ed25519.
 func ParsePrivateKey(raw []byte) (ed25519.PrivateKey, error) {
 	block, rest := pem.Decode(raw)

@@ -125,17 +125,11 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	priv, pub, err := composition.GenerateKey()
+	keys, err := composition.NewKeyPair()
 	if err != nil {
 		return nil, nil, err
 	}
-	key, _ := composition.ParsePrivateKey(priv)
-	keys, _ := composition.ParsePublicKeys(pub)
-	trust, err := composition.NewTrust(keys...)
-	if err != nil {
-		return nil, nil, err
-	}
-	w := &world{s: s, nodes: s.Nodes, bus: b, nc: nc, signer: composition.NewSigner(key), addrs: map[string]string{}}
+	w := &world{s: s, nodes: s.Nodes, bus: b, nc: nc, signer: keys.Signer, addrs: map[string]string{}}
 
 	// The services, each as its command would run it.
 	run := func(name string, f func(context.Context) error) {
@@ -151,13 +145,13 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 			return nil, nil, err
 		}
 		w.addrs[n] = addr
-		a := &agent.Agent{Node: n, Bus: b, Trust: trust, Layout: agent.Layout{Root: filepath.Join(s.Dir, n)}, Grace: 2 * time.Second,
+		a := &agent.Agent{Node: n, Bus: b, Trust: keys.Trust, Layout: agent.Layout{Root: filepath.Join(s.Dir, n)}, Grace: 2 * time.Second,
 			HealthWithin: 5 * time.Second, Tick: 200 * time.Millisecond, Output: s.Logs, Logger: logger.With(slog.String("node", n))}
 		run("agent "+n, a.Run)
 		stops = append(stops, a.Stop)
 	}
 	s.say("%d nodes, %v, each with its agent in a folder of its own; %s, the first by name, is the canary.", len(w.nodes), w.nodes, w.nodes[0])
-	assigner := &assign.Assigner{Bus: b, Verifier: trust, Now: time.Now, Tick: 200 * time.Millisecond, Logger: logger}
+	assigner := &assign.Assigner{Bus: b, Verifier: keys.Trust, Now: time.Now, Tick: 200 * time.Millisecond, Logger: logger}
 	run("assigner", assigner.Run)
 	teller, err := said.Open(ctx, js, 1, logger)
 	if err != nil {

@@ -121,12 +121,11 @@ func (w *world) tell(ctx context.Context) error {
 // by a key no node trusts, then of one altered by a byte after signing:
 // every node refuses both and runs on what it ran.
 func (w *world) refusals(ctx context.Context) error {
-	priv, _, err := composition.GenerateKey()
+	keys, err := composition.NewKeyPair()
 	if err != nil {
 		return err
 	}
-	key, _ := composition.ParsePrivateKey(priv)
-	stranger := composition.NewSigner(key)
+	stranger := keys.Signer
 	ran := map[string]string{}
 	for _, n := range w.nodes {
 		ran[n] = w.serves(n)
