@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
@@ -118,18 +117,6 @@ func releasesOf(s *snapshot, namespace string, readAt time.Time) Releases {
 	return out
 }
 
-// releaseCache answers /releases from one read for ReleasesMaxAge, and runs
-// one read at a time: a caller that finds the answer stale while a read runs
-// waits for that read rather than start another. A read that failed answers
-// for as long, so callers asking often of an API server that fails cost it
-// one read per ReleasesMaxAge, not one each.
-type releaseCache struct {
-	mu     sync.Mutex
-	body   []byte
-	err    error
-	readAt time.Time
-}
-
 // ReleasesHandler answers GET /releases. It writes nothing and checks no
 // caller.
 func (t *Tender) ReleasesHandler() http.HandlerFunc {
@@ -145,24 +132,11 @@ func (t *Tender) ReleasesHandler() http.HandlerFunc {
 	}
 }
 
-func (t *Tender) releases(ctx context.Context) ([]byte, error) {
-	c := &t.cache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := t.now()
-	if (c.body != nil || c.err != nil) && now.Sub(c.readAt) < ReleasesMaxAge && !now.Before(c.readAt) {
-		return c.body, c.err
-	}
-	c.body, c.err = t.readReleases(ctx, now)
-	c.readAt = now
-	return c.body, c.err
-}
+// releases answers /releases from one read for ReleasesMaxAge, one read
+// at a time, so callers asking often cost the API server one read per ReleasesMaxAge, not one each.
+func (t *Tender) releases(ctx context.Context) ([]byte, error) { return t.releasesRead.Get(ctx) }
 
 func (t *Tender) readReleases(ctx context.Context, now time.Time) ([]byte, error) {
-	// The read outlives a caller that gives up, so the callers waiting
-	// behind it are answered.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releasesReadTimeout)
-	defer cancel()
 	s, err := read(ctx, t.cluster, t.namespace, false)
 	if err != nil {
 		return nil, err

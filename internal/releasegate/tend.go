@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/sharedread"
 )
 
 // RoundInterval is how often the gate tends every gated Application: Flagger
@@ -36,9 +37,10 @@ type Tender struct {
 	logger    *slog.Logger
 	now       func() time.Time
 
-	mu    sync.Mutex
-	last  RoundResult
-	cache releaseCache
+	mu   sync.Mutex
+	last RoundResult
+	// releasesRead answers /releases.
+	releasesRead *sharedread.Cache[[]byte]
 	// leading, when set, says whether this replica holds the Lease; a gate
 	// without one is the only replica and always tends.
 	leading func() bool
@@ -54,8 +56,10 @@ func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slo
 	if now == nil {
 		now = time.Now
 	}
-	return &Tender{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now,
+	t := &Tender{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now,
 		warmups: warmups{running: map[warmKey]bool{}, done: map[warmKey]release.WarmupRecord{}, slots: make(chan struct{}, warmupsAtOnce)}}
+	t.releasesRead = sharedread.New(t.readReleases, ReleasesMaxAge, releasesReadTimeout, now)
+	return t
 }
 
 // OnWarmupDone has prompt called as each warmup ends, so the round that
