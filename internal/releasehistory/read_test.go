@@ -9,8 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,115 +126,35 @@ func TestSelectNewestFirst(t *testing.T) {
 	}
 }
 
-// fakeRecords answers from a slice, counting the reads and how many run
-// at once; gate, when set, holds each read until closed.
+// fakeRecords answers from a slice, one record as unreadable.
 type fakeRecords struct {
-	mu       sync.Mutex
-	recs     []rr.Record
-	err      error
-	reads    atomic.Int32
-	inFlight atomic.Int32
-	most     atomic.Int32
-	gate     chan struct{}
+	recs []rr.Record
+	err  error
 }
 
 func (f *fakeRecords) Records(context.Context) ([]rr.Record, int, error) {
-	f.reads.Add(1)
-	n := f.inFlight.Add(1)
-	defer f.inFlight.Add(-1)
-	for m := f.most.Load(); n > m && !f.most.CompareAndSwap(m, n); m = f.most.Load() {
-	}
-	if f.gate != nil {
-		<-f.gate
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	return append([]rr.Record(nil), f.recs...), 1, f.err
 }
 
-type fakeClock struct {
-	mu sync.Mutex
-	at time.Time
-}
+// fakeClock stands still at.
+type fakeClock struct{ at time.Time }
 
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at = c.at.Add(d)
-}
+func (c *fakeClock) Now() time.Time { return c.at }
 
-// TestCacheReadsOncePerMaxAge: many readers at once cost one read, which
-// answers until MaxAge, a failure too; then one more.
-func TestCacheReadsOncePerMaxAge(t *testing.T) {
-	src := &fakeRecords{recs: []rr.Record{rec(t, "1", rr.StateHealthy, ago(time.Hour), ago(time.Minute))}, gate: make(chan struct{})}
-	c := &fakeClock{at: now}
-	cache := rh.NewCache(src, 5*time.Second, c.Now)
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			if snap, err := cache.Read(context.Background()); err != nil || len(snap.Records) != 1 || snap.Unreadable != 1 {
-				t.Errorf("%+v %v", snap, err)
-			}
-		})
+// TestCacheReadsNewestFirst: the cache's snapshot is the records newest
+// first, with the count that did not decode and when the read began. The
+// rule of one read per MaxAge is sharedread's, tested there.
+func TestCacheReadsNewestFirst(t *testing.T) {
+	src := &fakeRecords{recs: []rr.Record{
+		rec(t, "1", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)),
+		rec(t, "2", rr.StateHealthy, ago(time.Hour), ago(time.Minute)),
+	}}
+	snap, err := rh.NewCache(src, 5*time.Second, (&fakeClock{at: now}).Now).Read(context.Background())
+	if err != nil || len(snap.Records) != 2 || snap.Unreadable != 1 || !snap.ReadAt.Equal(now) {
+		t.Fatalf("%+v, %v", snap, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for src.reads.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no read started")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	close(src.gate)
-	wg.Wait()
-	if src.reads.Load() != 1 || src.most.Load() != 1 {
-		t.Fatalf("%d reads, %d at once; want one", src.reads.Load(), src.most.Load())
-	}
-	c.Add(4 * time.Second)
-	_, _ = cache.Read(context.Background())
-	if src.reads.Load() != 1 {
-		t.Fatal("a read within MaxAge read again")
-	}
-	src.mu.Lock()
-	src.err = errors.New("the API server is down")
-	src.mu.Unlock()
-	c.Add(time.Second)
-	if _, err := cache.Read(context.Background()); err == nil || src.reads.Load() != 2 {
-		t.Fatalf("at MaxAge: %v, %d reads", err, src.reads.Load())
-	}
-	if _, err := cache.Read(context.Background()); err == nil || src.reads.Load() != 2 {
-		t.Fatalf("a failure answers for MaxAge too: %v, %d reads", err, src.reads.Load())
-	}
-	// A clock that went back reads again rather than trust the future.
-	c.Add(-time.Minute)
-	_, _ = cache.Read(context.Background())
-	if src.reads.Load() != 3 {
-		t.Fatalf("a clock gone back: %d reads", src.reads.Load())
-	}
-}
-
-// TestCacheCallerGivesUp: a caller waiting behind a read in flight stops
-// when its context ends; the read goes on for the others.
-func TestCacheCallerGivesUp(t *testing.T) {
-	src := &fakeRecords{gate: make(chan struct{})}
-	cache := rh.NewCache(src, 5*time.Second, (&fakeClock{at: now}).Now)
-	first := make(chan error, 1)
-	go func() { _, err := cache.Read(context.Background()); first <- err }()
-	deadline := time.Now().Add(10 * time.Second)
-	for src.reads.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no read started")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := cache.Read(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("a caller that gave up: %v", err)
-	}
-	close(src.gate)
-	if err := <-first; err != nil {
-		t.Fatal(err)
+	if snap.Records[0].ReleaseID != "docs@2:prod-eu/prod" {
+		t.Fatalf("first is %s, want the newest", snap.Records[0].ReleaseID)
 	}
 }
 

@@ -11,23 +11,13 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/sharedread"
 )
 
-type clock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at = c.at.Add(d)
-}
-
 // TestOneReadAnswersForMaxAge walks the clock over a cache: fresh answers
 // are the last read, a failed read answers as long, a clock that went back
 // reads again.
 func TestOneReadAnswersForMaxAge(t *testing.T) {
-	c := &clock{at: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+	// The test asks from one goroutine, so the clock needs no lock.
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time { return at }
 	var reads atomic.Int32
 	var fail atomic.Bool
 	cache := sharedread.New(func(_ context.Context, now time.Time) (time.Time, error) {
@@ -36,11 +26,11 @@ func TestOneReadAnswersForMaxAge(t *testing.T) {
 			return time.Time{}, errors.New("down")
 		}
 		return now, nil
-	}, 5*time.Second, time.Second, c.Now)
+	}, 5*time.Second, time.Second, now)
 	get := func() (time.Time, error) { return cache.Get(context.Background()) }
 
 	first, err := get()
-	if err != nil || !first.Equal(c.Now()) || reads.Load() != 1 {
+	if err != nil || !first.Equal(at) || reads.Load() != 1 {
 		t.Fatalf("first read %v, %v after %d reads", first, err, reads.Load())
 	}
 	for _, step := range []struct {
@@ -58,15 +48,51 @@ func TestOneReadAnswersForMaxAge(t *testing.T) {
 		{"stale again: read and succeed", 4 * time.Second, false, 4, false, true},
 		{"the clock went back: read", -time.Minute, false, 5, false, true},
 	} {
-		c.Add(step.advance)
+		at = at.Add(step.advance)
 		fail.Store(step.fail)
 		got, err := get()
 		if (err != nil) != step.wantErr || reads.Load() != step.reads {
 			t.Fatalf("%s: %v after %d reads, want error %v after %d", step.name, err, reads.Load(), step.wantErr, step.reads)
 		}
-		if step.wantRead && !step.wantErr && !got.Equal(c.Now()) {
+		if step.wantRead && !step.wantErr && !got.Equal(at) {
 			t.Fatalf("%s: answered the read of %v, not one now", step.name, got)
 		}
+	}
+}
+
+// TestManyCallersAtOnceCostOneRead: twenty callers asking while the first
+// read runs wait for it, and it is the only read.
+func TestManyCallersAtOnceCostOneRead(t *testing.T) {
+	var reads, inFlight, most atomic.Int32
+	release := make(chan struct{})
+	cache := sharedread.New(func(context.Context, time.Time) (int, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		reads.Add(1)
+		<-release
+		return 7, nil
+	}, time.Minute, time.Minute, nil)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if got, err := cache.Get(context.Background()); err != nil || got != 7 {
+				t.Errorf("answered %d, %v", got, err)
+			}
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for reads.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no read started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if reads.Load() != 1 || most.Load() != 1 {
+		t.Fatalf("%d reads, %d at once; want one", reads.Load(), most.Load())
 	}
 }
 
