@@ -121,7 +121,7 @@ func releasesOf(s *snapshot, namespace string, readAt time.Time) Releases {
 // caller.
 func (t *Tender) ReleasesHandler() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := t.releases(r.Context())
+		body, err := t.releasesRead.Get(r.Context())
 		if err != nil {
 			t.logger.LogAttrs(r.Context(), slog.LevelError, "cannot list releases", slog.String("cause", err.Error()))
 			server.Answer(w, http.StatusServiceUnavailable, "the release gate cannot read the cluster now; its log names the cause")
@@ -131,10 +131,6 @@ func (t *Tender) ReleasesHandler() http.HandlerFunc {
 		_, _ = w.Write(body)
 	}
 }
-
-// releases answers /releases from one read for ReleasesMaxAge, one read
-// at a time, so callers asking often cost the API server one read per ReleasesMaxAge, not one each.
-func (t *Tender) releases(ctx context.Context) ([]byte, error) { return t.releasesRead.Get(ctx) }
 
 func (t *Tender) readReleases(ctx context.Context, now time.Time) ([]byte, error) {
 	s, err := read(ctx, t.cluster, t.namespace, false)

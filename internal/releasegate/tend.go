@@ -39,7 +39,8 @@ type Tender struct {
 
 	mu   sync.Mutex
 	last RoundResult
-	// releasesRead answers /releases.
+	// releasesRead answers /releases from one read for ReleasesMaxAge, so
+	// callers asking often cost the API server one read per ReleasesMaxAge.
 	releasesRead *sharedread.Cache[[]byte]
 	// leading, when set, says whether this replica holds the Lease; a gate
 	// without one is the only replica and always tends.

@@ -23,8 +23,7 @@ type Cache[T any] struct {
 	lock  chan struct{}
 	value T
 	err   error
-	at    time.Time
-	done  bool
+	at    time.Time // when the last read began; zero before the first
 }
 
 // New reads through read, handing it the time the read starts; each read
@@ -48,7 +47,7 @@ func (c *Cache[T]) Get(ctx context.Context) (T, error) {
 	}
 	defer func() { <-c.lock }()
 	now := c.now()
-	if c.done && now.Sub(c.at) < c.maxAge && !now.Before(c.at) {
+	if !c.at.IsZero() && now.Sub(c.at) < c.maxAge && !now.Before(c.at) {
 		return c.value, c.err
 	}
 	// The read outlives a caller that gives up, so those waiting behind it
@@ -56,6 +55,6 @@ func (c *Cache[T]) Get(ctx context.Context) (T, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	c.value, c.err = c.read(rctx, now)
-	c.at, c.done = now, true
+	c.at = now
 	return c.value, c.err
 }

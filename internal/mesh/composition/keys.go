@@ -79,12 +79,18 @@ func GenerateKey() (private, public []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pubDER, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
+	if public, err = publicPEM(pub); err != nil {
 		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), public, nil
+}
+
+func publicPEM(pub ed25519.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
 
 // KeyPair is a new key ready to sign with: its signer, the trust of it
@@ -98,19 +104,19 @@ type KeyPair struct {
 // NewKeyPair makes a key pair for a composer that signs with a key of its
 // own, as the demo does.
 func NewKeyPair() (KeyPair, error) {
-	priv, pub, err := GenerateKey()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return KeyPair{}, err
 	}
-	key, err := ParsePrivateKey(priv)
+	public, err := publicPEM(pub)
 	if err != nil {
 		return KeyPair{}, err
 	}
-	trust, err := NewTrust(key.Public().(ed25519.PublicKey))
+	trust, err := NewTrust(pub)
 	if err != nil {
 		return KeyPair{}, err
 	}
-	return KeyPair{Signer: NewSigner(key), Trust: trust, Public: pub}, nil
+	return KeyPair{Signer: NewSigner(priv), Trust: trust, Public: public}, nil
 }
 
 // ParsePrivateKey reads a PEM private key; it must be Ed25519.
