@@ -191,22 +191,28 @@ status:
 		t.Fatalf("/flagger: %d", code)
 	}
 
-	// Argo Rollouts: a fact for a release with no record is ignored; the
-	// token is required.
+	// Argo Rollouts: the token is required; a Rollout's fact before its
+	// sync's starts the release's record, and the sync fills it after.
 	bearer := map[string]string{"Authorization": "Bearer " + token}
 	fact := `{"namespace":"shop","name":"api","releaseId":"api@1.4.0:prod-eu/prod","phase":"Healthy","aborted":false,"podTemplateHash":"6d4f9c7b8","generation":"3","observedGeneration":"3","message":""}`
 	if code, _ := s.post("/facts/prod-eu", nil, fact); code != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", code)
 	}
-	if code, body := s.post("/facts/prod-eu", bearer, fact); code != http.StatusAccepted || !strings.HasPrefix(body, "ignored") || !strings.Contains(body, "no record") {
-		t.Fatalf("an unknown record: %d %s", code, body)
+	if code, body := s.post("/facts/prod-eu", bearer, fact); code != http.StatusOK || !strings.HasPrefix(body, "applied") || !strings.Contains(body, `"state":"healthy"`) {
+		t.Fatalf("healthy before its sync: %d %s", code, body)
 	}
 	merged := `{"namespace":"shop","name":"api-prod","app":"api","env":"prod","releaseId":"api@1.4.0:prod-eu/prod","rollbackOf":"","image":"ghcr.io/acme/api:1.4.0","operationPhase":"Running","retryCount":0,"message":"","revision":"abc","repoURL":"https://github.com/acme/api"}`
-	if code, body := s.post("/argocd/prod-eu", bearer, merged); code != http.StatusOK {
-		t.Fatalf("merged by Argo CD: %d %s", code, body)
+	if code, body := s.post("/argocd/prod-eu", bearer, merged); code != http.StatusOK || !strings.Contains(body, "learnt its git revision abc") {
+		t.Fatalf("its sync after: %d %s", code, body)
 	}
-	if code, body := s.post("/facts/prod-eu", bearer, fact); code != http.StatusOK || !strings.HasPrefix(body, "applied") || !strings.Contains(body, `"state":"healthy"`) {
-		t.Fatalf("healthy: %d %s", code, body)
+	if code, body := s.post("/facts/prod-eu", bearer, fact); code != http.StatusAccepted || !strings.HasPrefix(body, "ignored") {
+		t.Fatalf("healthy again: %d %s", code, body)
+	}
+	// Another env's Application on this cluster is not this service's: 202,
+	// so its notifications engine does not send it again for ever.
+	stage := strings.ReplaceAll(merged, `"env":"prod","releaseId":"api@1.4.0:prod-eu/prod"`, `"env":"stage","releaseId":"api@1.4.0:prod-eu/stage"`)
+	if code, body := s.post("/argocd/prod-eu", bearer, stage); code != http.StatusAccepted || !strings.Contains(body, "another service's") {
+		t.Fatalf("another env: %d %s", code, body)
 	}
 	if code, body := s.post("/facts/prod-us", bearer, fact); code != http.StatusBadRequest {
 		t.Fatalf("another cluster: %d %s", code, body)

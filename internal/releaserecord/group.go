@@ -3,6 +3,8 @@ package releaserecord
 import (
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -47,27 +49,89 @@ func MarkRolledBack(target, rollback Record, now time.Time) Result {
 	return Result{Record: next, Changed: true, Why: "rolled back by " + rollback.ReleaseID}
 }
 
-// InFlight picks, among one service's records, the release a fact that
-// names no release id is about (an Argo CD sync failure): the newest in
-// flight, preferring one at revision when there is such. ok is false when
-// none is in flight.
-func InFlight(records []Record, revision string) (Record, bool) {
-	var flying []Record
+// Newer reports whether a is a later release than b of one service, by
+// what the facts say rather than by when they arrived: a rollback is later
+// than the release it undoes; then the later generation of one Rollout;
+// then the later start of Argo CD's sync; and only when the facts name no
+// common order, the one first seen later.
+func Newer(a, b Record) bool {
+	switch {
+	case a.Kind == KindRollback && a.RollbackOf == b.ReleaseID:
+		return true
+	case b.Kind == KindRollback && b.RollbackOf == a.ReleaseID:
+		return false
+	}
+	if ga, gb, ok := sameRollout(a.RolloutGeneration, b.RolloutGeneration); ok && ga != gb {
+		return ga > gb
+	}
+	if !a.SyncStartedAt.IsZero() && !b.SyncStartedAt.IsZero() && !a.SyncStartedAt.Equal(b.SyncStartedAt) {
+		return a.SyncStartedAt.After(b.SyncStartedAt)
+	}
+	return a.MergedAt.After(b.MergedAt)
+}
+
+// sameRollout reads two <namespace>/<name>=<generation> of one Rollout as
+// their generations; ok is false when they name different Rollouts or
+// either is not of that form.
+func sameRollout(a, b string) (uint64, uint64, bool) {
+	objA, genA, okA := strings.Cut(a, "=")
+	objB, genB, okB := strings.Cut(b, "=")
+	if !okA || !okB || objA != objB {
+		return 0, 0, false
+	}
+	na, errA := strconv.ParseUint(genA, 10, 64)
+	nb, errB := strconv.ParseUint(genB, 10, 64)
+	return na, nb, errA == nil && errB == nil
+}
+
+// newest is the release of records no other is Newer than, scanning in
+// order; ok is false for none.
+func newest(records []Record) (Record, bool) {
+	if len(records) == 0 {
+		return Record{}, false
+	}
+	best := records[0]
+	for _, r := range records[1:] {
+		if Newer(r, best) {
+			best = r
+		}
+	}
+	return best, true
+}
+
+// NewerThan names the newest of records of rec's service that is Newer
+// than rec, or "" when none is: a release first seen after it starts
+// superseded by it.
+func NewerThan(rec Record, records []Record) string {
+	var later []Record
 	for _, r := range records {
-		if r.State.inFlight() {
+		if r.ReleaseID != rec.ReleaseID && SameService(r, rec) && Newer(r, rec) {
+			later = append(later, r)
+		}
+	}
+	n, _ := newest(later)
+	return n.ReleaseID
+}
+
+// InFlight picks, among one service's records, the release a fact that
+// names no release id is about (an Argo CD sync failure): the one at
+// revision when one in flight is, else the newest in flight (Newer). ok is
+// false when none is in flight.
+func InFlight(records []Record, revision string) (Record, bool) {
+	var flying, atRevision []Record
+	for _, r := range records {
+		switch {
+		case !r.State.inFlight():
+		case revision != "" && r.GitRevision == revision:
+			atRevision = append(atRevision, r)
+		default:
 			flying = append(flying, r)
 		}
 	}
-	if len(flying) == 0 {
-		return Record{}, false
+	if r, ok := newest(atRevision); ok {
+		return r, true
 	}
-	sort.SliceStable(flying, func(i, j int) bool { return flying[i].MergedAt.After(flying[j].MergedAt) })
-	for _, r := range flying {
-		if revision != "" && r.GitRevision == revision {
-			return r, true
-		}
-	}
-	return flying[0], true
+	return newest(flying)
 }
 
 // Mode is how the service sends events: emit sends them to the sink,

@@ -162,3 +162,59 @@ func TestOwedAndTheModes(t *testing.T) {
 		t.Fatalf("owes %v", k)
 	}
 }
+
+// TestNewer: releases are ordered by what their facts say, and by when they
+// were first seen only when the facts name no common order.
+func TestNewer(t *testing.T) {
+	seenFirst := func(r *rr.Record) { r.MergedAt = t0 }
+	seenLater := func(r *rr.Record) { r.MergedAt = t0.Add(time.Hour) }
+	gen := func(g string) func(*rr.Record) { return func(r *rr.Record) { r.RolloutGeneration = g } }
+	synced := func(d time.Duration) func(*rr.Record) { return func(r *rr.Record) { r.SyncStartedAt = t0.Add(d) } }
+	for _, tc := range []struct {
+		name string
+		a, b rr.Record
+		want bool
+	}{
+		{"a later generation of one Rollout, first seen earlier", release(t, idB, rr.StateProgressing, seenFirst, gen("docs/docs=8")),
+			release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=7")), true},
+		{"an earlier generation of one Rollout, first seen later", release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=7")),
+			release(t, idB, rr.StateProgressing, seenFirst, gen("docs/docs=8")), false},
+		{"generations past 2^63 compare as numbers", release(t, idB, rr.StateMerged, seenFirst, gen("docs/docs=9999999999999999999")),
+			release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=10")), true},
+		{"generations of two Rollouts say nothing: the sync's start", release(t, idB, rr.StateMerged, seenFirst, gen("docs/api=2"), synced(time.Minute)),
+			release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=9"), synced(0)), true},
+		{"a later sync start, first seen earlier", release(t, idB, rr.StateMerged, seenFirst, synced(time.Minute)),
+			release(t, idA, rr.StateMerged, seenLater, synced(0)), true},
+		{"an earlier sync start, first seen later", release(t, idA, rr.StateMerged, seenLater, synced(0)),
+			release(t, idB, rr.StateMerged, seenFirst, synced(time.Minute)), false},
+		{"a rollback is newer than the release it undoes, whatever its sync", release(t, idC, rr.StateMerged, seenFirst, synced(0), func(r *rr.Record) {
+			r.Kind, r.RollbackOf = rr.KindRollback, idB
+		}), release(t, idB, rr.StateHealthy, seenLater, synced(time.Minute)), true},
+		{"the release a rollback undoes is older", release(t, idB, rr.StateHealthy, seenLater, synced(time.Minute)),
+			release(t, idC, rr.StateMerged, seenFirst, func(r *rr.Record) { r.Kind, r.RollbackOf = rr.KindRollback, idB }), false},
+		{"no common order: first seen later", release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=7")),
+			release(t, idB, rr.StateMerged, seenFirst, synced(0)), true},
+		{"no order at all, seen at once: neither", release(t, idA, rr.StateMerged, seenFirst), release(t, idB, rr.StateMerged, seenFirst), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rr.Newer(tc.a, tc.b); got != tc.want {
+				t.Fatalf("Newer %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewerThan(t *testing.T) {
+	gen := func(g string) func(*rr.Record) { return func(r *rr.Record) { r.RolloutGeneration = g } }
+	late := release(t, idA, rr.StateMerged, func(r *rr.Record) { r.MergedAt = t0.Add(time.Hour) }, gen("docs/docs=7"))
+	b := release(t, idB, rr.StateProgressing, gen("docs/docs=8"))
+	c := release(t, idC, rr.StateSuperseded, gen("docs/docs=9"))
+	older := release(t, "docs@2.0.0:prod-eu/prod", rr.StateHealthy, gen("docs/docs=6"))
+	otherCluster := release(t, "docs@3.0.0:prod-us/prod", rr.StateHealthy, gen("docs/docs=99"))
+	if got := rr.NewerThan(late, []rr.Record{late, older, b, c, otherCluster}); got != idC {
+		t.Fatalf("the newest newer: %q", got)
+	}
+	if got := rr.NewerThan(late, []rr.Record{late, older, otherCluster}); got != "" {
+		t.Fatalf("none newer: %q", got)
+	}
+}

@@ -109,7 +109,10 @@ func (h *Facts) take(ctx context.Context, src Pushed, cluster string, raw []byte
 		return ignoredAnswer("a stale generation: the controller observed " + orNone(claim.ObservedGeneration) + " of " + claim.Generation)
 	}
 	if claim.Env != "" && claim.Env != h.Env {
-		return refused("the env " + clip(claim.Env) + " differs from the record's, " + h.Env)
+		// A cluster may host several envs whose Applications one
+		// notifications engine posts here: well-formed, not this service's,
+		// and a 4xx would be sent again for ever.
+		return ignoredAnswer("the env " + clip(claim.Env) + " is another service's; this is " + h.Env)
 	}
 	f := claim.Fact
 	var out Outcome
@@ -123,7 +126,7 @@ func (h *Facts) take(ctx context.Context, src Pushed, cluster string, raw []byte
 		case id.Cluster != h.Cluster:
 			return refused("the release id " + id.String() + " is another cluster's; this is " + h.Cluster)
 		case id.Env != h.Env:
-			return refused("the release id's env " + id.Env + " differs from the record's, " + h.Env)
+			return ignoredAnswer("the release id " + id.String() + " is another env's; this is " + h.Env)
 		case claim.App != "" && id.App() != claim.App:
 			return refused("the release id " + id.String() + " is not of the app " + clip(claim.App))
 		}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
@@ -94,15 +95,15 @@ func TestPushedFacts(t *testing.T) {
 
 	// Refused: 400.
 	for name, tc := range map[string]struct{ path, body, why string }{
-		"not JSON":                   {"/facts/prod-eu", "{", "not JSON"},
-		"off the schema":             {"/facts/prod-eu", rollout(set("phase", "Sideways")), "refused by its schema"},
-		"a key more":                 {"/facts/prod-eu", rollout(set("extra", 1)), "refused by its schema"},
-		"another cluster's path":     {"/facts/prod-us", rollout(nil), "posted for the cluster prod-us"},
-		"another cluster's id":       {"/facts/prod-eu", rollout(set("releaseId", "docs@2.1.0:prod-us/prod")), "another cluster's"},
-		"a malformed id":             {"/facts/prod-eu", rollout(set("releaseId", "docs-2.1.0")), "malformed release id"},
-		"an id of another env":       {"/facts/prod-eu", rollout(set("releaseId", "docs@2.1.0:prod-eu/stage")), "differs from the record's"},
-		"an Application's other env": {"/argocd/prod-eu", argocd(set("env", "stage")), "differs from the record's"},
-		"an id not the app's":        {"/argocd/prod-eu", argocd(func(m map[string]any) { m["releaseId"], m["operationPhase"] = "api@1.0.0:prod-eu/prod", "Running" }), "not of the app"},
+		"not JSON":                 {"/facts/prod-eu", "{", "not JSON"},
+		"off the schema":           {"/facts/prod-eu", rollout(set("phase", "Sideways")), "refused by its schema"},
+		"a key more":               {"/facts/prod-eu", rollout(set("extra", 1)), "refused by its schema"},
+		"a namespace no DNS label": {"/facts/prod-eu", rollout(set("namespace", "Docs")), "refused by its schema"},
+		"a startedAt not a time":   {"/argocd/prod-eu", argocd(set("startedAt", "yesterday")), "refused by its schema"},
+		"another cluster's path":   {"/facts/prod-us", rollout(nil), "posted for the cluster prod-us"},
+		"another cluster's id":     {"/facts/prod-eu", rollout(set("releaseId", "docs@2.1.0:prod-us/prod")), "another cluster's"},
+		"a malformed id":           {"/facts/prod-eu", rollout(set("releaseId", "docs-2.1.0")), "malformed release id"},
+		"an id not the app's":      {"/argocd/prod-eu", argocd(func(m map[string]any) { m["releaseId"], m["operationPhase"] = "api@1.0.0:prod-eu/prod", "Running" }), "not of the app"},
 	} {
 		code, a, _ := s.post(tc.path, token, tc.body)
 		check(name, code, a, 400, rr.EffectRefused, tc.why)
@@ -110,11 +111,15 @@ func TestPushedFacts(t *testing.T) {
 
 	// Ignored: 202.
 	for name, tc := range map[string]struct{ path, body, why string }{
-		"an untracked Rollout":          {"/facts/prod-eu", rollout(set("releaseId", "")), "not tracked"},
-		"an untracked Application":      {"/argocd/prod-eu", argocd(set("app", "")), "not tracked"},
-		"a namespace outside":           {"/facts/prod-eu", rollout(set("namespace", "kube-system")), "outside the allowed pattern"},
-		"a stale generation":            {"/facts/prod-eu", rollout(set("observedGeneration", "6")), "stale generation"},
-		"an unknown record":             {"/facts/prod-eu", rollout(nil), "no record"},
+		"an untracked Rollout":       {"/facts/prod-eu", rollout(set("releaseId", "")), "not tracked"},
+		"an untracked Application":   {"/argocd/prod-eu", argocd(set("app", "")), "not tracked"},
+		"a namespace outside":        {"/facts/prod-eu", rollout(set("namespace", "kube-system")), "outside the allowed pattern"},
+		"a stale generation":         {"/facts/prod-eu", rollout(set("observedGeneration", "6")), "stale generation"},
+		"an id of another env":       {"/facts/prod-eu", rollout(set("releaseId", "docs@2.1.0:prod-eu/stage")), "is another env's; this is prod"},
+		"an Application's other env": {"/argocd/prod-eu", argocd(set("env", "stage")), "is another service's; this is prod"},
+		"another env's sync naming it": {"/argocd/prod-eu", argocd(func(m map[string]any) {
+			m["env"], m["releaseId"], m["operationPhase"] = "stage", "docs@2.1.0:prod-eu/stage", "Running"
+		}), "another service's"},
 		"a sync failure with no flight": {"/argocd/prod-eu", argocd(nil), "in flight"},
 		"a sync that says nothing":      {"/argocd/prod-eu", argocd(set("operationPhase", "Terminating")), "nothing to record"},
 	} {
@@ -127,7 +132,7 @@ func TestPushedFacts(t *testing.T) {
 
 	// Argo CD names the release: its record starts, then a Rollout moves it.
 	code, a, _ = s.post("/argocd/prod-eu", token, argocd(func(m map[string]any) {
-		m["releaseId"], m["operationPhase"], m["image"] = idA, "Running", "ghcr.io/acme/docs:2.1.0"
+		m["releaseId"], m["operationPhase"], m["retryCount"], m["image"] = idA, "Running", 0, "ghcr.io/acme/docs:2.1.0"
 	}))
 	check("merged by Argo CD", code, a, 200, rr.EffectApplied, "merged")
 	if r := s.store.record(idA); r.GitURL != "https://github.com/acme/docs" || r.GitRevision != "0123abc" || r.Image != "ghcr.io/acme/docs:2.1.0" {
@@ -227,10 +232,17 @@ func FuzzDecodeRolloutsFact(f *testing.F) {
 	f.Add([]byte(rollout(nil)))
 	f.Add([]byte(rollout(set("releaseId", ""))))
 	f.Add([]byte(`{"phase":"Healthy"}`))
+	f.Add([]byte(rollout(set("name", "docs.v2"))))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := rr.Rollouts{}.Decode(raw)
 		if err != nil {
 			return
+		}
+		// The generation it orders by must be one the record can hold.
+		rec := rr.NewRecord(rr.Release{ID: mustID(t, idA)}, now)
+		rec.RolloutGeneration = c.Fact.Order.RolloutGeneration
+		if _, err := rr.DecodeRecord(rec.Name(), rec.Data()); err != nil {
+			t.Fatalf("generation %q: %v", rec.RolloutGeneration, err)
 		}
 		switch c.Fact.Phase {
 		case rr.PhaseProgressing, rr.PhasePaused, rr.PhaseHealthy, rr.PhaseDegraded:
@@ -243,6 +255,10 @@ func FuzzDecodeRolloutsFact(f *testing.F) {
 func FuzzDecodeArgoCDFact(f *testing.F) {
 	f.Add([]byte(argocd(nil)))
 	f.Add([]byte(argocd(set("releaseId", idA))))
+	f.Add([]byte(argocd(func(m map[string]any) {
+		m["operationPhase"], m["retryCount"], m["startedAt"] = "Running", 1, "2026-12-02T10:00:00Z"
+	})))
+	f.Add([]byte(argocd(set("startedAt", "2026-12-02T10:00:00.5+01:00"))))
 	f.Add([]byte(`{"app":"docs"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := rr.ArgoCD{}.Decode(raw)
@@ -251,6 +267,15 @@ func FuzzDecodeArgoCDFact(f *testing.F) {
 		}
 		if c.Fact.Phase != rr.PhaseSyncFailed && (c.Fact.Phase != rr.PhaseMerged || c.ReleaseID == "") {
 			t.Fatalf("%+v decoded", c)
+		}
+		// An order that does not survive the record's form would make the
+		// record unreadable.
+		if at := c.Fact.Order.SyncStartedAt; !at.IsZero() {
+			rec := rr.NewRecord(rr.Release{ID: mustID(t, idA)}, now)
+			rec.SyncStartedAt = at.UTC().Truncate(time.Second)
+			if _, err := rr.DecodeRecord(rec.Name(), rec.Data()); err != nil {
+				t.Fatalf("startedAt %v: %v", at, err)
+			}
 		}
 	})
 }
@@ -288,11 +313,16 @@ func TestTheTemplatesRenderFactsTheSchemasTake(t *testing.T) {
 	app := `{"metadata":{"name":"docs-prod","labels":{"delivery.jorisjonkers.dev/app":"docs","delivery.jorisjonkers.dev/env":"prod"},
 		"annotations":{"delivery.jorisjonkers.dev/release-id":"` + idA + `","delivery.jorisjonkers.dev/image":"ghcr.io/acme/docs:2.1.0"}},
 		"spec":{"destination":{"namespace":"docs"},"source":{"repoURL":"https://github.com/acme/docs"}},
-		"status":{"sync":{"revision":"0123abc"},"operationState":{"phase":"Running","retryCount":1,"message":"syncing"}}}`
-	c, err = rr.ArgoCD{}.Decode(renderTemplate(t, "../../deploy/argo/argocd-notifications.yaml", "template.release-record-sync", "app", app))
+		"status":{"sync":{"revision":"0123abc"},"operationState":{"phase":"Running","retryCount":%d,"message":"%s"}}}`
+	c, err = rr.ArgoCD{}.Decode(renderTemplate(t, "../../deploy/argo/argocd-notifications.yaml", "template.release-record-sync", "app", fmt.Sprintf(app, 0, "syncing")))
 	if err != nil || c.ReleaseID != idA || c.Fact.Phase != rr.PhaseMerged || c.Revision != "0123abc" || c.Fact.Release.GitURL != "https://github.com/acme/docs" ||
 		c.Fact.Release.Image != "ghcr.io/acme/docs:2.1.0" || c.App != "docs" || c.Env != "prod" {
 		t.Fatalf("%+v %v", c, err)
+	}
+	// Argo CD's first retry of a failed attempt: a sync failure at once.
+	c, err = rr.ArgoCD{}.Decode(renderTemplate(t, "../../deploy/argo/argocd-notifications.yaml", "template.release-record-sync", "app", fmt.Sprintf(app, 1, "one or more objects failed to apply")))
+	if err != nil || c.ReleaseID != idA || c.Fact.Phase != rr.PhaseSyncFailed || c.Fact.Message != "one or more objects failed to apply" {
+		t.Fatalf("a retry: %+v %v", c, err)
 	}
 	unlabelled := `{"metadata":{"name":"other"},"spec":{"destination":{"namespace":"x"}},"status":{"sync":{"revision":"r"}}}`
 	if c, err := (rr.ArgoCD{}).Decode(renderTemplate(t, "../../deploy/argo/argocd-notifications.yaml", "template.release-record-sync", "app", unlabelled)); err != nil || c.Ignore == "" {
@@ -315,4 +345,56 @@ func renderTemplate(t *testing.T, file, key, name, object string) []byte {
 		t.Fatalf("%s: %v", key, err)
 	}
 	return out.Bytes()
+}
+
+// TestFactsInAnyOrder: a Rollout's fact before its sync's starts the
+// record, which the sync then fills; Argo CD's first retry of a failed sync
+// fails the release at once, with one failure however many retries follow.
+func TestFactsInAnyOrder(t *testing.T) {
+	s := newFactServer(t)
+	code, a, _ := s.post("/facts/prod-eu", token, rollout(nil))
+	if code != 200 || a.State != rr.StateProgressing || fmt.Sprint(a.Events) != "[deploying]" || !strings.Contains(a.Why, "merged by its first fact") {
+		t.Fatalf("a Rollout before its sync: %d %+v", code, a)
+	}
+	sync := func(phase string, retries int) func(map[string]any) {
+		return func(m map[string]any) {
+			m["releaseId"], m["operationPhase"], m["retryCount"], m["image"], m["startedAt"] = idA, phase, retries, "ghcr.io/acme/docs:2.1.0", "2026-12-02T09:59:00Z"
+		}
+	}
+	code, a, _ = s.post("/argocd/prod-eu", token, argocd(sync("Running", 0)))
+	if code != 200 || a.State != rr.StateProgressing || len(a.Events) != 0 || !strings.Contains(a.Why, "learnt its git revision 0123abc") {
+		t.Fatalf("the sync after: %d %+v", code, a)
+	}
+	r := s.store.record(idA)
+	if r.Image != "ghcr.io/acme/docs:2.1.0" || r.GitURL != "https://github.com/acme/docs" || r.RolloutGeneration != "docs/docs=7" ||
+		!r.SyncStartedAt.Equal(time.Date(2026, 12, 2, 9, 59, 0, 0, time.UTC)) || !r.MergedAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("record %+v", r)
+	}
+	for i, tc := range []struct {
+		phase   string
+		retries int
+		code    int
+		events  string
+		why     string
+	}{
+		{"Running", 1, 200, "[failed.sync-failed]", "sync failed"},
+		{"Running", 2, 202, "[]", "still failing to sync"},
+		{"Failed", 5, 202, "[]", "still failing to sync"},
+	} {
+		code, a, _ := s.post("/argocd/prod-eu", token, argocd(sync(tc.phase, tc.retries)))
+		if code != tc.code || fmt.Sprint(a.Events) != tc.events || !strings.Contains(a.Why, tc.why) || a.State != rr.StateSyncFailed {
+			t.Fatalf("%d: %s retry %d: %d %+v", i, tc.phase, tc.retries, code, a)
+		}
+	}
+	// The first retry with no release id fails the app's release in flight.
+	s.take(idB, rr.PhaseMerged)
+	code, a, _ = s.post("/argocd/prod-eu", token, argocd(func(m map[string]any) { m["operationPhase"], m["retryCount"], m["revision"] = "Running", 1, "" }))
+	if code != 200 || a.ReleaseID != idB || a.State != rr.StateSyncFailed {
+		t.Fatalf("a retry in flight: %d %+v", code, a)
+	}
+	want := "[dev.cdeventsx.delivery-release.deploying.0.1.0 dev.cdeventsx.delivery-release.failed.0.1.0 " +
+		"dev.cdeventsx.delivery-release.deploying.0.1.0 dev.cdeventsx.delivery-release.failed.0.1.0]"
+	if got := fmt.Sprint(s.recv.Types()); got != want {
+		t.Fatalf("events %s", got)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 )
@@ -37,6 +38,7 @@ func fullRecord(t testing.TB) rr.Record {
 	r.State, r.StateAt, r.HealthyAt, r.LastFactAt, r.LastFactPhase = rr.StateHealthy, now, now, now, "Healthy"
 	r.PodHash, r.Drift, r.LastError = "5d8f7c", "the pod hash moved from a to b", "apply failed"
 	r.EmittedLive, r.EmittedShadow = []string{"deployed", "deploying"}, []string{"deploying"}
+	r.SyncStartedAt, r.RolloutGeneration = t0.Add(-time.Minute), "docs/docs=12"
 	return r
 }
 
@@ -63,8 +65,12 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSchemaListsEveryKey: the schema requires exactly the keys the record
-// writes, in the order Keys lists them.
+// since are the keys records gained after they were first written: the
+// record writes them, and one written before them still reads.
+var since = []string{"syncStartedAt", "rolloutGeneration"}
+
+// TestSchemaListsEveryKey: the schema describes exactly the keys the record
+// writes, in the order Keys lists them, and requires all but the later ones.
 func TestSchemaListsEveryKey(t *testing.T) {
 	var s struct {
 		Required   []string       `json:"required"`
@@ -73,8 +79,25 @@ func TestSchemaListsEveryKey(t *testing.T) {
 	if err := json.Unmarshal(rr.RecordSchema, &s); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(s.Required, rr.Keys) || len(s.Properties) != len(rr.Keys) {
+	if !slices.Equal(append(slices.Clone(s.Required), since...), rr.Keys) || len(s.Properties) != len(rr.Keys) {
 		t.Fatalf("schema %v, keys %v", s.Required, rr.Keys)
+	}
+}
+
+// TestARecordFromBeforeTheOrderKeysReads: a record written before the
+// order keys existed reads with them zero, and is written with them.
+func TestARecordFromBeforeTheOrderKeysReads(t *testing.T) {
+	r := fullRecord(t)
+	data := r.Data()
+	for _, k := range since {
+		delete(data, k)
+	}
+	back, err := rr.DecodeRecord(r.Name(), data)
+	if err != nil || !back.SyncStartedAt.IsZero() || back.RolloutGeneration != "" {
+		t.Fatalf("%+v %v", back, err)
+	}
+	if got := back.Data(); got["syncStartedAt"] != "" || got["rolloutGeneration"] != "" || len(got) != len(rr.Keys) {
+		t.Fatalf("written again %v", got)
 	}
 }
 
@@ -88,10 +111,12 @@ func TestUnreadableRecords(t *testing.T) {
 		"a sent set of other keys": func(d map[string]string) {
 			d["emittedLive"] = "deploying,shipped"
 		},
-		"a malformed release id": func(d map[string]string) { d["releaseId"] = "docs" },
-		"another release's id":   func(d map[string]string) { d["releaseId"] = "docs@9.9.9:prod-eu/prod" },
-		"an app not the id's":    func(d map[string]string) { d["app"] = "api" },
-		"an unknown kind":        func(d map[string]string) { d["kind"] = "hotfix" },
+		"a malformed release id":     func(d map[string]string) { d["releaseId"] = "docs" },
+		"another release's id":       func(d map[string]string) { d["releaseId"] = "docs@9.9.9:prod-eu/prod" },
+		"an app not the id's":        func(d map[string]string) { d["app"] = "api" },
+		"an unknown kind":            func(d map[string]string) { d["kind"] = "hotfix" },
+		"a generation of no Rollout": func(d map[string]string) { d["rolloutGeneration"] = "7" },
+		"a sync start not a time":    func(d map[string]string) { d["syncStartedAt"] = "soon" },
 	} {
 		data := good.Data()
 		change(data)

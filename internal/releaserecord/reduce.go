@@ -1,6 +1,7 @@
 package releaserecord
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +44,24 @@ type Fact struct {
 	// cluster has turned healthy: the adapter reads it from the records, and
 	// it makes a healthy release an upgrade rather than a first deploy.
 	HealthyBefore bool
+	// Order is where the fact places its release among its service's.
+	Order Order
+	// Newer names the newest recorded release of the same service that is
+	// newer than this one (Newer); the adapter reads it from the records
+	// before a release's first fact, whose record then starts superseded.
+	Newer string
+}
+
+// Order is what a fact says of where its release stands among its
+// service's, so that a late notification of an older release does not pass
+// for a newer one. Zero when the fact says nothing.
+type Order struct {
+	// SyncStartedAt is when Argo CD began the sync naming the release.
+	SyncStartedAt time.Time
+	// RolloutGeneration is the Rollout and its metadata.generation,
+	// <namespace>/<name>=<n>: a later release of a Rollout is a later
+	// generation of it.
+	RolloutGeneration string
 }
 
 // EventType is a release event.
@@ -123,23 +142,8 @@ type Result struct {
 // function of its arguments; the record is the one the fact's release id
 // names, or none (a zero Record) when there is none yet.
 func Reduce(rec Record, f Fact, now time.Time) Result {
-	if f.Phase == PhaseMerged {
-		if rec.Exists() && rec.GitRevision == "" && f.Release.GitRevision != "" {
-			// Flux names the revision once it fetched the artifact, often
-			// after the pin was first seen: kept once known, never moved.
-			next := rec
-			next.GitRevision = f.Release.GitRevision
-			return Result{Record: next, Changed: true, Why: "the release's git revision is " + next.GitRevision}
-		}
-		if rec.Exists() {
-			return ignored(rec, "the release is already recorded")
-		}
-		r := NewRecord(f.Release, now)
-		r.LastFactAt, r.LastFactPhase = now, string(f.Phase)
-		return Result{Record: r, Changed: true, Why: "merged"}
-	}
 	if !rec.Exists() {
-		return ignored(rec, "no record of the release")
+		return start(f, now)
 	}
 	switch rec.State {
 	case StateSuperseded:
@@ -150,7 +154,15 @@ func Reduce(rec Record, f Fact, now time.Time) Result {
 		return ignored(rec, "the release is closed")
 	default:
 	}
-	next := rec
+	next, learnt := learn(rec, f)
+	if f.Phase == PhaseMerged {
+		if len(learnt) == 0 {
+			return ignored(rec, "the release is already recorded")
+		}
+		// What a sync names often comes after the release was first seen:
+		// kept once known, never moved, and no fact of the release's life.
+		return Result{Record: next, Changed: true, Why: "learnt its " + strings.Join(learnt, ", ")}
+	}
 	if f.PodHash != "" && rec.PodHash != "" && f.PodHash != rec.PodHash {
 		// The same release running other pods: someone changed it outside
 		// the release. The state stands; the drift is said once.
@@ -173,6 +185,59 @@ func Reduce(rec Record, f Fact, now time.Time) Result {
 	default: // a heartbeat
 		return changed(rec, next, f, now, nil, "nothing new", nil)
 	}
+}
+
+// start is a release's first fact, whatever it says: facts arrive in no
+// set order (a Rollout often moves before its sync is notified), so any
+// fact of a release starts its record, merged, and then moves it. A
+// release first seen after a newer one of its service starts superseded.
+func start(f Fact, now time.Time) Result {
+	r, _ := learn(NewRecord(f.Release, now), f)
+	r.LastFactAt, r.LastFactPhase = now, string(f.Phase)
+	switch {
+	case f.Newer != "":
+		r = enter(r, StateSuperseded, now)
+		r.SupersededBy = f.Newer
+		return Result{Record: r, Changed: true, Why: "first seen after the newer " + f.Newer + ": superseded by it"}
+	case f.Phase == PhaseMerged:
+		return Result{Record: r, Changed: true, Why: "merged"}
+	}
+	res := Reduce(r, f, now)
+	if !res.Changed {
+		res.Record = r
+	}
+	res.Changed, res.Why = true, "merged by its first fact, "+res.Why
+	return res
+}
+
+// learn fills what a fact names that the record does not know yet: the
+// release's image, source and revision, that it is a rollback (until it
+// turned healthy as a promote), and its order. A known value never moves,
+// but the sync's start keeps the earliest said. mergedAt stays when the
+// release was first seen, so that releases the facts cannot order are
+// ordered by arrival alone.
+func learn(rec Record, f Fact) (Record, []string) {
+	next, rel, o := rec, f.Release, f.Order
+	var learnt []string
+	fill := func(into *string, v, what string) {
+		if *into == "" && v != "" {
+			*into = v
+			learnt = append(learnt, what+" "+v)
+		}
+	}
+	fill(&next.GitRevision, rel.GitRevision, "git revision")
+	fill(&next.GitURL, rel.GitURL, "git URL")
+	fill(&next.Image, rel.Image, "image")
+	if next.RollbackOf == "" && rel.RollbackOf != "" && next.HealthyAt.IsZero() {
+		next.Kind, next.RollbackReason = KindRollback, rel.RollbackReason
+		fill(&next.RollbackOf, rel.RollbackOf, "rollback of")
+	}
+	fill(&next.RolloutGeneration, o.RolloutGeneration, "Rollout generation")
+	if at := o.SyncStartedAt.UTC().Truncate(time.Second); !o.SyncStartedAt.IsZero() && (next.SyncStartedAt.IsZero() || at.Before(next.SyncStartedAt)) {
+		next.SyncStartedAt = at
+		learnt = append(learnt, "sync start "+at.Format(time.RFC3339))
+	}
+	return next, learnt
 }
 
 func progressing(rec, next Record, f Fact, now time.Time) Result {
@@ -286,12 +351,8 @@ func changed(before, after Record, f Fact, now time.Time, events []Event, why st
 
 func ignored(rec Record, why string) Result { return Result{Record: rec, Why: why} }
 
-func equal(a, b Record) bool {
-	return a.State == b.State && a.StateAt.Equal(b.StateAt) && a.PodHash == b.PodHash && a.Drift == b.Drift &&
-		a.LastError == b.LastError && a.HealthyAt.Equal(b.HealthyAt) && a.SupersededBy == b.SupersededBy &&
-		a.RolledBackBy == b.RolledBackBy && slices.Equal(a.EmittedLive, b.EmittedLive) &&
-		slices.Equal(a.EmittedShadow, b.EmittedShadow)
-}
+// equal compares records as they are written.
+func equal(a, b Record) bool { return maps.Equal(a.Data(), b.Data()) }
 
 // oneLine folds a source's message onto one line of at most 1,024 bytes.
 func oneLine(s string) string {

@@ -55,7 +55,12 @@ func hash(h string) func(*rr.Fact) {
 	return func(f *rr.Fact) { f.PodHash = h }
 }
 func revision(r string) func(*rr.Fact) { return func(f *rr.Fact) { f.Release.GitRevision = r } }
-func message(m string) func(*rr.Fact)  { return func(f *rr.Fact) { f.Message = m } }
+func named(id string) func(*rr.Fact) {
+	return func(f *rr.Fact) { f.Release.ID, _ = rr.ParseReleaseID(id) }
+}
+func generation(g string) func(*rr.Fact)      { return func(f *rr.Fact) { f.Order.RolloutGeneration = g } }
+func syncStarted(at time.Time) func(*rr.Fact) { return func(f *rr.Fact) { f.Order.SyncStartedAt = at } }
+func message(m string) func(*rr.Fact)         { return func(f *rr.Fact) { f.Message = m } }
 
 func keys(events []rr.Event) []string {
 	out := []string{}
@@ -90,7 +95,7 @@ func TestReduce(t *testing.T) {
 		{name: "merged again is a repeat", rec: at(t, rr.StateMerged), fact: fact(rr.PhaseMerged),
 			state: rr.StateMerged, events: []string{}, why: "already recorded"},
 		{name: "merged again naming the git revision first fills it", rec: at(t, rr.StateProgressing), fact: fact(rr.PhaseMerged, revision("0123abc")),
-			state: rr.StateProgressing, events: []string{}, changed: true, why: "git revision is 0123abc",
+			state: rr.StateProgressing, events: []string{}, changed: true, why: "learnt its git revision 0123abc",
 			check: func(t *testing.T, r rr.Record) {
 				if r.GitRevision != "0123abc" || !r.StateAt.Equal(t0) {
 					t.Errorf("%+v", r)
@@ -98,8 +103,74 @@ func TestReduce(t *testing.T) {
 			}},
 		{name: "a git revision once known is never moved", rec: at(t, rr.StateHealthy, func(r *rr.Record) { r.GitRevision = "0123abc" }),
 			fact: fact(rr.PhaseMerged, revision("4567def")), state: rr.StateHealthy, events: []string{}, why: "already recorded"},
-		{name: "a fact with no record is ignored", rec: rr.Record{}, fact: fact(rr.PhaseHealthy),
-			state: "", events: []string{}, why: "no record"},
+		// Any fact starts its release's record: facts arrive in no set order.
+		{name: "a Rollout's Progressing before the sync starts the record: progressing and deploying", rec: rr.Record{},
+			fact:  fact(rr.PhaseProgressing, named(idA), generation("docs/docs=8"), hash("hash-a")),
+			state: rr.StateProgressing, events: []string{"deploying"}, changed: true, why: "merged by its first fact, progressing",
+			check: func(t *testing.T, r rr.Record) {
+				if r.ReleaseID != idA || !r.MergedAt.Equal(now) || !r.StateAt.Equal(now) || r.RolloutGeneration != "docs/docs=8" ||
+					r.PodHash != "hash-a" || r.LastFactPhase != "Progressing" || r.Kind != rr.KindPromote || r.Image != "" {
+					t.Errorf("record %+v", r)
+				}
+			}},
+		{name: "a Healthy with no record: merged, then healthy", rec: rr.Record{}, fact: fact(rr.PhaseHealthy, named(idA)),
+			state: rr.StateHealthy, events: []string{"deploying", "deployed"}, changed: true},
+		{name: "a sync failure with no record: merged, then sync-failed", rec: rr.Record{}, fact: fact(rr.PhaseSyncFailed, named(idA), message("apply failed")),
+			state: rr.StateSyncFailed, events: []string{"deploying", "failed.sync-failed"}, changed: true,
+			check: func(t *testing.T, r rr.Record) {
+				if r.LastError != "apply failed" {
+					t.Errorf("lastError %q", r.LastError)
+				}
+			}},
+		{name: "a heartbeat with no record: merged", rec: rr.Record{}, fact: fact(rr.PhaseHeartbeat, named(idA)),
+			state: rr.StateMerged, events: []string{}, changed: true, why: "merged by its first fact"},
+		{name: "the sync after the Rollout fills the release and its start", rec: at(t, rr.StateProgressing, func(r *rr.Record) { r.Image = "" }),
+			fact: fact(rr.PhaseMerged, revision("0123abc"), func(f *rr.Fact) {
+				f.Release.Image, f.Release.GitURL = "ghcr.io/acme/docs:2.1.0", "https://github.com/acme/docs"
+				f.Order.SyncStartedAt = t0.Add(-time.Minute)
+			}),
+			state: rr.StateProgressing, events: []string{}, changed: true, why: "learnt its git revision 0123abc, git URL https://github.com/acme/docs, image ghcr.io/acme/docs:2.1.0, sync start",
+			check: func(t *testing.T, r rr.Record) {
+				if r.Image != "ghcr.io/acme/docs:2.1.0" || !r.MergedAt.Equal(t0) || !r.SyncStartedAt.Equal(t0.Add(-time.Minute)) ||
+					!r.StateAt.Equal(t0) || !r.LastFactAt.IsZero() {
+					t.Errorf("%+v", r)
+				}
+			}},
+		{name: "a sync start after first seen", rec: at(t, rr.StateProgressing), fact: fact(rr.PhaseMerged, syncStarted(t0.Add(time.Minute))),
+			state: rr.StateProgressing, events: []string{}, changed: true, why: "sync start",
+			check: func(t *testing.T, r rr.Record) {
+				if !r.MergedAt.Equal(t0) || !r.SyncStartedAt.Equal(t0.Add(time.Minute)) {
+					t.Errorf("%+v", r)
+				}
+			}},
+		{name: "the earliest sync start is kept", rec: at(t, rr.StateProgressing, func(r *rr.Record) { r.SyncStartedAt = t0 }),
+			fact: fact(rr.PhaseMerged, syncStarted(t0.Add(time.Minute))), state: rr.StateProgressing, events: []string{}, why: "already recorded"},
+		{name: "a sync naming a rollback makes the release one, before it is healthy", rec: at(t, rr.StateProgressing),
+			fact: fact(rr.PhaseMerged, rollbackOf(idB)), state: rr.StateProgressing, events: []string{}, changed: true, why: "rollback of " + idB,
+			check: func(t *testing.T, r rr.Record) {
+				if r.Kind != rr.KindRollback || r.RollbackOf != idB {
+					t.Errorf("%+v", r)
+				}
+			}},
+		{name: "a rollback named after the release turned healthy is not taken", rec: at(t, rr.StateHealthy, sent("deploying", "deployed"), func(r *rr.Record) { r.HealthyAt = t0 }),
+			fact: fact(rr.PhaseMerged, rollbackOf(idB)), state: rr.StateHealthy, events: []string{}, why: "already recorded"},
+		{name: "a record with no generation learns it from a repeat", rec: at(t, rr.StateProgressing), fact: fact(rr.PhaseProgressing, generation("docs/docs=8")),
+			state: rr.StateProgressing, events: []string{}, changed: true, why: "still progressing",
+			check: func(t *testing.T, r rr.Record) {
+				if r.RolloutGeneration != "docs/docs=8" {
+					t.Errorf("%+v", r)
+				}
+			}},
+		{name: "the first generation named is kept", rec: at(t, rr.StateProgressing, func(r *rr.Record) { r.RolloutGeneration = "docs/docs=8" }),
+			fact: fact(rr.PhaseProgressing, generation("docs/docs=9")), state: rr.StateProgressing, events: []string{}, why: "still progressing"},
+		{name: "a first fact after a newer release: superseded at once, nothing sent", rec: rr.Record{},
+			fact:  fact(rr.PhaseProgressing, named(idA), generation("docs/docs=7"), func(f *rr.Fact) { f.Newer = idB }),
+			state: rr.StateSuperseded, events: []string{}, changed: true, why: "first seen after the newer " + idB,
+			check: func(t *testing.T, r rr.Record) {
+				if r.SupersededBy != idB || r.RolloutGeneration != "docs/docs=7" || len(r.EmittedLive) != 0 {
+					t.Errorf("%+v", r)
+				}
+			}},
 		{name: "first Progressing: progressing and deploying", rec: at(t, rr.StateMerged), fact: fact(rr.PhaseProgressing, hash("hash-a")),
 			state: rr.StateProgressing, events: []string{"deploying"}, changed: true,
 			check: func(t *testing.T, r rr.Record) {

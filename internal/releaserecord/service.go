@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -70,11 +71,15 @@ func (s *Service) lock(id ReleaseID) func() {
 	return mu.Unlock
 }
 
-// Take applies one fact about the release f.Release.ID names.
+// Take applies one fact about the release f.Release.ID names. An attempt
+// whose write met a conflict may have sent events already: the next attempt
+// marks them sent whatever it reduces, so the record admits every event
+// that went out.
 func (s *Service) Take(ctx context.Context, f Fact) (Outcome, error) {
 	defer s.lock(f.Release.ID)()
+	var sent []Event
 	for attempt := 1; ; attempt++ {
-		out, err := s.take(ctx, f)
+		out, err := s.take(ctx, f, &sent)
 		if !errors.Is(err, ErrConflict) || attempt == maxAttempts {
 			return out, err
 		}
@@ -101,7 +106,9 @@ func (s *Service) TakeInFlight(ctx context.Context, app, cluster, env, revision 
 	return s.Take(ctx, f)
 }
 
-func (s *Service) take(ctx context.Context, f Fact) (Outcome, error) {
+// take is one attempt at a fact: sent holds the events earlier attempts
+// sent, and gains those this one sends.
+func (s *Service) take(ctx context.Context, f Fact, sent *[]Event) (Outcome, error) {
 	now := s.now()
 	id := f.Release.ID.String()
 	cur, err := s.Store.Get(ctx, id)
@@ -127,31 +134,44 @@ func (s *Service) take(ctx context.Context, f Fact) (Outcome, error) {
 			s.degrade(ctx, "list", err)
 		}
 	}
+	records := make([]Record, 0, len(group))
 	for _, g := range group {
 		if g.Record.ReleaseID != id && !g.Record.HealthyAt.IsZero() {
 			f.HealthyBefore = true
 		}
+		records = append(records, g.Record)
+	}
+	if firstFact {
+		f.Newer = NewerThan(Reduce(before, f, now).Record, records)
 	}
 	res := Reduce(before, f, now)
-	owed := Owed(res.Record, s.Sink.Mode(), res.Events)
+	mode := s.Sink.Mode()
+	rec := MarkSent(res.Record, mode, *sent)
+	var owed []Event
+	for _, e := range Owed(rec, mode, res.Events) {
+		if !slices.Contains(*sent, e) {
+			owed = append(owed, e)
+		}
+	}
 	for _, e := range owed {
-		ev, err := CDEvent(res.Record, e, now)
+		ev, err := CDEvent(rec, e, now)
 		if err != nil {
 			return Outcome{}, err
 		}
 		if err := s.Sink.Send(ctx, ev); err != nil {
 			return Outcome{}, fmt.Errorf("%w: %w", ErrForward, err)
 		}
+		*sent = append(*sent, e)
 	}
-	rec := MarkSent(res.Record, s.Sink.Mode(), owed)
-	out := Outcome{Effect: EffectIgnored, Why: res.Why, ReleaseID: id, State: rec.State, Events: keysOf(owed), Recorded: !stateless}
-	if res.Changed || len(owed) > 0 {
+	rec = MarkSent(rec, mode, owed)
+	out := Outcome{Effect: EffectIgnored, Why: res.Why, ReleaseID: id, State: rec.State, Events: keysOf(*sent), Recorded: !stateless}
+	if res.Changed || len(*sent) > 0 {
 		out.Effect = EffectApplied
 	}
 	if !rec.Exists() {
 		out.State = ""
 	}
-	if stateless || (!res.Changed && len(owed) == 0) {
+	if stateless || equal(rec, before) {
 		return out, nil
 	}
 	written, err := s.Store.Put(ctx, Stored{Record: rec, Version: cur.Version})
@@ -175,9 +195,9 @@ func (s *Service) take(ctx context.Context, f Fact) (Outcome, error) {
 
 // neighbours applies what a fact does to the other releases of its service:
 // a release's first fact, or its turning healthy, supersedes the live ones
-// before it; a rollback turning healthy marks the release it undoes.
+// it is Newer than; a rollback turning healthy marks the release it undoes.
 func (s *Service) neighbours(ctx context.Context, rec, before Record, group []Stored, now time.Time) {
-	supersede := !before.Exists() || (rec.State == StateHealthy && before.State != StateHealthy)
+	supersede := rec.State != StateSuperseded && (!before.Exists() || (rec.State == StateHealthy && before.State != StateHealthy))
 	for _, g := range group {
 		if g.Record.ReleaseID == rec.ReleaseID || !SameService(g.Record, rec) {
 			continue
@@ -186,7 +206,7 @@ func (s *Service) neighbours(ctx context.Context, rec, before Record, group []St
 		switch {
 		case rec.Kind == KindRollback && rec.State == StateHealthy && g.Record.ReleaseID == rec.RollbackOf:
 			step = func(r Record) Result { return MarkRolledBack(r, rec, now) }
-		case supersede && !g.Record.MergedAt.After(rec.MergedAt):
+		case supersede && Newer(rec, g.Record):
 			step = func(r Record) Result { return Supersede(r, rec.ReleaseID, now) }
 		default:
 			continue

@@ -13,6 +13,8 @@ import (
 
 	"log/slog"
 
+	cdevents "github.com/cdevents/sdk-go/pkg/api"
+
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -267,13 +269,47 @@ func TestConflictReadsAndReducesAgain(t *testing.T) {
 	h.take(idA, rr.PhaseMerged)
 	h.store.moveOnce = true
 	out := h.take(idA, rr.PhaseProgressing)
-	if out.State != rr.StateProgressing || h.store.record(idA).State != rr.StateProgressing {
+	if out.State != rr.StateProgressing || h.store.record(idA).State != rr.StateProgressing || !slices.Equal(out.Events, []string{"deploying"}) {
 		t.Fatalf("%+v", out)
 	}
-	// Sent on the first try and again on the second: the same event.
-	got := h.recv.Events()
-	if len(got) != 2 || got[0].CDEvent.GetId() != got[1].CDEvent.GetId() {
+	// Sent on the first try; the second, reducing again, knows it went.
+	if got := h.recv.Events(); len(got) != 1 || !slices.Equal(h.store.record(idA).EmittedLive, []string{"deploying"}) {
 		t.Fatalf("%v", h.recv.Types())
+	}
+}
+
+// racingSink stands for the other replica: on the first event this one
+// sends, before it writes, the other takes its fact and writes first.
+type racingSink struct {
+	rr.Sink
+	once  sync.Once
+	other func()
+}
+
+func (s *racingSink) Send(ctx context.Context, ev cdevents.CDEventV04) error {
+	s.once.Do(s.other)
+	return s.Sink.Send(ctx, ev)
+}
+
+// TestAConflictKeepsEveryEventSent: one replica sends failed.aborted while
+// the other writes the release healthy; its write conflicts, and the write
+// it retries admits failed.aborted, so the figures read from the record
+// count the change failure the sink was told of.
+func TestAConflictKeepsEveryEventSent(t *testing.T) {
+	h := newHarness(t)
+	h.take(idA, rr.PhaseMerged)
+	h.take(idA, rr.PhaseProgressing)
+	other := &rr.Service{Store: h.store, Sink: h.svc.Sink, Logger: h.svc.Logger, Now: h.svc.Now}
+	h.svc.Sink = &racingSink{Sink: h.svc.Sink, other: func() {
+		if _, err := other.Take(context.Background(), rr.Fact{Phase: rr.PhaseHealthy, Release: rr.Release{ID: mustID(t, idA)}}); err != nil {
+			t.Error(err)
+		}
+	}}
+	out := h.take(idA, rr.PhaseDegraded, abort, message("analysis failed"))
+	r := h.store.record(idA)
+	if !slices.Equal(out.Events, []string{"failed.aborted"}) || r.State != rr.StateHealthy ||
+		!slices.Equal(r.EmittedLive, []string{"deployed", "deploying", "failed.aborted"}) || !strings.HasPrefix(r.Drift, "degraded after it was healthy") {
+		t.Fatalf("%+v\n%+v", out, r)
 	}
 }
 

@@ -2,7 +2,9 @@ package releaserecord
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 )
@@ -38,11 +40,15 @@ type argoCDFact struct {
 	Message        string `json:"message"`
 	Revision       string `json:"revision"`
 	RepoURL        string `json:"repoURL"`
+	// StartedAt is optional: templates written before it render none.
+	StartedAt string `json:"startedAt"`
 }
 
 // Decode reads an Application's fact, held to the schema: a failed or
-// errored sync is a sync failure; a running or succeeded one that names its
-// release starts that release's record.
+// errored sync is a sync failure, and so is one running again after a
+// failed attempt (retryCount above 0), which Argo CD says long before it
+// gives up; a running or succeeded one that names its release starts that
+// release's record.
 func (ArgoCD) Decode(raw []byte) (Claim, error) {
 	var b argoCDFact
 	if err := argoCDFactSchema.DecodeStrict(raw, &b); err != nil {
@@ -54,12 +60,25 @@ func (ArgoCD) Decode(raw []byte) (Claim, error) {
 		rel.Kind = KindRollback
 	}
 	c.Fact.Release = rel
+	if b.StartedAt != "" {
+		// The schema holds it to RFC 3339; the record holds UTC years
+		// 0001 to 9999, which an offset can carry it out of.
+		at, err := time.Parse(time.RFC3339, b.StartedAt)
+		if err == nil && (at.UTC().Year() < 1 || at.UTC().Year() > 9999) {
+			err = errors.New("out of the years 0001 to 9999 in UTC")
+		}
+		if err != nil {
+			return Claim{}, fmt.Errorf("the Argo CD fact's startedAt %q: %w", clip(b.StartedAt), err)
+		}
+		c.Fact.Order.SyncStartedAt = at
+	}
+	running := b.OperationPhase == "Running" || b.OperationPhase == "Succeeded"
 	switch {
 	case b.App == "" || b.Env == "":
 		c.Ignore = "the Application " + b.Name + " carries no app and env labels: not tracked"
-	case b.OperationPhase == "Failed" || b.OperationPhase == "Error":
+	case b.OperationPhase == "Failed" || b.OperationPhase == "Error" || (b.OperationPhase == "Running" && b.RetryCount > 0):
 		c.Fact.Phase, c.Fact.Message = PhaseSyncFailed, b.Message
-	case (b.OperationPhase == "Running" || b.OperationPhase == "Succeeded") && b.ReleaseID != "":
+	case running && b.ReleaseID != "":
 		c.Fact.Phase = PhaseMerged
 	default:
 		c.Ignore = "a sync " + orNone(b.OperationPhase) + " of " + b.Name + " says nothing to record"

@@ -37,14 +37,17 @@ type rolloutFact struct {
 	Message            string `json:"message"`
 }
 
-// Decode reads a Rollout's fact, held to the schema.
+// Decode reads a Rollout's fact, held to the schema. Its generation orders
+// the release: a later release of a Rollout changes its spec, so it is a
+// later generation of it.
 func (Rollouts) Decode(raw []byte) (Claim, error) {
 	var b rolloutFact
 	if err := rolloutsFactSchema.DecodeStrict(raw, &b); err != nil {
 		return Claim{}, fmt.Errorf("the Rollout fact %w", err)
 	}
 	c := Claim{Namespace: b.Namespace, ReleaseID: b.ReleaseID, Generation: b.Generation, ObservedGeneration: b.ObservedGeneration,
-		Fact: Fact{Phase: Phase(b.Phase), Abort: b.Aborted, PodHash: b.PodTemplateHash, Message: b.Message}}
+		Fact: Fact{Phase: Phase(b.Phase), Abort: b.Aborted, PodHash: b.PodTemplateHash, Message: b.Message,
+			Order: Order{RolloutGeneration: b.Namespace + "/" + b.Name + "=" + b.Generation}}}
 	if b.ReleaseID == "" {
 		c.Ignore = "the Rollout " + b.Namespace + "/" + b.Name + " carries no release id: not tracked"
 	}
