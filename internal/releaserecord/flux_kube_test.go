@@ -228,3 +228,52 @@ func TestAReleaseOnTheFluxPath(t *testing.T) {
 		t.Fatalf("sent %v", got.EmittedLive)
 	}
 }
+
+// TestFluxEarlyProgressAndFirstFailure: a Canary analysing the pin Flux
+// attempted, before Flux records it applied, is the release progressing;
+// the source's first failed fetch of the next pin, while it still retries
+// and its status.observedGeneration lags, is that release's sync failure.
+func TestFluxEarlyProgressAndFirstFailure(t *testing.T) {
+	w := newFluxWorld(t)
+	pin2 := "sha256:" + strings.Repeat("2", 64)
+	w.canary("Succeeded", "spec-1", true)
+	w.unit("2.1.0", pin1, pin0, "Unknown", "Progressing")
+	w.pass()
+	w.expect(idA, rr.StateMerged)
+	// Flux attempted the pin and waits on its health checks; Flagger
+	// analyses the new spec.
+	w.canary("Progressing", "spec-2", false)
+	w.pass()
+	w.expect(idA, rr.StateProgressing, deploying)
+
+	// The next pin: the source's first fetch fails, and it retries.
+	w.unit("2.2.0", pin2, pin0, "Unknown", "Progressing")
+	objs, err := w.cp.Apply(context.Background(), fmt.Appendf(nil, `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: project-docs, namespace: %s}
+spec: {interval: 10m, url: "oci://registry.example/estate/docs", ref: {digest: "%s"}}`, w.fluxNS, pin2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := objs[0].GetGeneration()
+	w.apply(`apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: project-docs, namespace: %[1]s}
+spec: {interval: 10m, url: "oci://registry.example/estate/docs", ref: {digest: "%[2]s"}}
+status:
+  observedGeneration: %[3]d
+  conditions:
+    - {type: Reconciling, status: "True", reason: ProgressingWithRetry, message: "retrying", observedGeneration: %[4]d, lastTransitionTime: "2026-12-02T10:00:00Z"}
+    - {type: Ready, status: "False", reason: OCIArtifactPullFailed, message: "manifest unknown", observedGeneration: %[4]d, lastTransitionTime: "2026-12-02T10:00:00Z"}`,
+		w.fluxNS, pin2, gen-1, gen)
+	w.pass()
+	w.expect(idB, rr.StateSyncFailed, deploying, deploying, failedEv)
+	if r := w.record(idB); r.LastError != "OCIArtifactPullFailed: manifest unknown" {
+		t.Fatalf("lastError %q", r.LastError)
+	}
+	if r := w.record(idA); r.State != rr.StateSuperseded || r.SupersededBy != idB {
+		t.Fatalf("2.1.0: %+v", r)
+	}
+	w.pass() // it retries and fails again: nothing more
+	w.expect(idB, rr.StateSyncFailed, deploying, deploying, failedEv)
+}

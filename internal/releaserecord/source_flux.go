@@ -143,7 +143,9 @@ const dependencyNotReady = "DependencyNotReady"
 
 // FluxFacts is what a unit shows, as facts: the Rollout's release merged,
 // then at most one of a sync failure (the unit, or before it applies the pin
-// its source, not Ready on the release), Degraded with the abort flag (a
+// its source, not Ready on the release, from its first failed attempt),
+// Progressing before the unit records the pin applied (it attempted the
+// pin and a Canary analyses), Degraded with the abort flag (a
 // Canary Flagger failed), Healthy (the Reporter's test: every member
 // settled and promoted and warmed up, or a unit without members applied and
 // Ready), Degraded without it (promoted, but the warmup failed), or
@@ -183,6 +185,13 @@ func FluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 			return syncFailed(ready), nil
 		case u.Source.Ready.Status == "False":
 			return syncFailed(u.Source.Ready), nil
+		case u.Origin.SourceFailure.Pin == u.Source.Pin && u.Origin.SourceFailure.Status == "False":
+			return syncFailed(u.Origin.SourceFailure.Condition), nil
+		case reporter.RevisionDigest(u.Unit.Unit.AttemptedRevision) == u.Source.Pin && analysing(u.Members):
+			// Flux records a revision as applied only once its health
+			// checks pass, which waits on the Canaries' analyses: a Canary
+			// analysing the attempted pin is the release progressing.
+			return append(facts, Fact{Release: rel, Phase: PhaseProgressing}), nil
 		}
 		return facts, nil
 	}
@@ -208,6 +217,21 @@ func FluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 		return append(facts, f), nil
 	}
 	return append(facts, Fact{Release: rel, Phase: PhaseProgressing}), nil
+}
+
+// analysing reports whether a member's Canary is taking a new spec through
+// Flagger's analysis or promotion.
+func analysing(members []reporter.Member) bool {
+	for _, m := range members {
+		if !m.State.HasCanary {
+			continue
+		}
+		switch m.State.Canary.Phase {
+		case release.PhaseProgressing, release.PhaseWaiting, release.PhaseWaitingPromotion, release.PhasePromoting, release.PhaseFinalising:
+			return true
+		}
+	}
+	return false
 }
 
 // podHash joins each member's lastAppliedSpec, by member.

@@ -8,6 +8,8 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -31,6 +33,17 @@ type Origin struct {
 	// (<tag>@sha256:<hex>) and ArtifactOrigin its metadata's
 	// org.opencontainers.image.revision.
 	ArtifactRevision, ArtifactOrigin string
+	// SourceFailure is the source's Ready condition when it is False about
+	// the spec pinning Pin, said before status.observedGeneration reaches
+	// that spec: the source controller moves it only once it stops
+	// retrying, so the Reporter's read sees a first failed fetch late.
+	SourceFailure SourceFailure
+}
+
+// SourceFailure is a source's Ready condition about the spec that pins Pin.
+type SourceFailure struct {
+	Pin string
+	reporter.Condition
 }
 
 // Origins reads a unit's Origin; the Reporter's reads do not carry it.
@@ -117,9 +130,18 @@ func OriginOf(ks *kustomizev1.Kustomization, repo *sourcev1.OCIRepository) Origi
 	if ks != nil {
 		o.Applied = ks.Status.LastAppliedOriginRevision
 	}
-	if repo != nil && repo.Status.Artifact != nil {
+	if repo == nil {
+		return o
+	}
+	if repo.Status.Artifact != nil {
 		o.ArtifactRevision = repo.Status.Artifact.Revision
 		o.ArtifactOrigin = repo.Status.Artifact.Metadata[OCIRevisionAnnotation]
+	}
+	// A condition carries the generation it speaks of.
+	ready := apimeta.FindStatusCondition(repo.Status.Conditions, "Ready")
+	if ready != nil && ready.Status == metav1.ConditionFalse && ready.ObservedGeneration == repo.Generation && repo.Spec.Reference != nil {
+		o.SourceFailure = SourceFailure{Pin: repo.Spec.Reference.Digest,
+			Condition: reporter.Condition{Status: string(ready.Status), Reason: ready.Reason, Message: ready.Message}}
 	}
 	return o
 }

@@ -78,6 +78,24 @@ func TestFluxFacts(t *testing.T) {
 	badRollback.Unit.Annotations = map[string]string{rr.AnnotationRollbackOf: "docs"}
 	badProject := view()
 	badProject.Unit.Project = "Docs"
+	// Flux records the pin applied only once its health checks pass, which
+	// wait on the Canaries.
+	beforeApplied := func(members ...reporter.Member) rr.FluxUnit {
+		u := view(members...)
+		u.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
+			Ready: reporter.Condition{Status: "Unknown", Reason: "Progressing", Message: "Health check in progress"}}
+		return u
+	}
+	analysingEarly := beforeApplied(member("api", gaterelease.PhaseProgressing, false))
+	notAnalysing := beforeApplied(member("api", gaterelease.PhaseSucceeded, true))
+	notAttempted := beforeApplied(member("api", gaterelease.PhaseProgressing, false))
+	notAttempted.Unit.Unit.AttemptedRevision = "latest@" + pin0
+	fetchRetrying := view()
+	fetchRetrying.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin0, Ready: reporter.Condition{Status: "True"}}
+	fetchRetrying.Source.Ready = reporter.Condition{}
+	fetchRetrying.Origin.SourceFailure = rr.SourceFailure{Pin: pin1, Condition: reporter.Condition{Status: "False", Reason: "OCIArtifactPullFailed", Message: "manifest unknown"}}
+	fetchRetryingBefore := fetchRetrying
+	fetchRetryingBefore.Origin.SourceFailure.Pin = pin0
 
 	for _, tc := range []struct {
 		name    string
@@ -103,6 +121,12 @@ func TestFluxFacts(t *testing.T) {
 		{name: "Flux fails after applying: a sync failure", unit: failedAfterApply, phase: rr.PhaseSyncFailed, message: "HealthCheckFailed: timeout"},
 		{name: "the warmup failed: degraded without the abort flag", unit: warmupFailed, phase: rr.PhaseDegraded, podHash: "api=api-spec-new", message: "warmup failed"},
 		{name: "the gate warming up: progressing", unit: warming, phase: rr.PhaseProgressing},
+		{name: "a Canary analysing the attempted pin before Flux records it applied: progressing", unit: analysingEarly, phase: rr.PhaseProgressing},
+		{name: "before applied, no Canary analysing: merged alone", unit: notAnalysing},
+		{name: "a Canary analysing, the pin not attempted: merged alone", unit: notAttempted},
+		{name: "the source's first failed fetch of the pin, still retrying: a sync failure", unit: fetchRetrying, phase: rr.PhaseSyncFailed,
+			message: "OCIArtifactPullFailed: manifest unknown"},
+		{name: "a failed fetch of another pin: merged alone", unit: fetchRetryingBefore},
 		{name: "a malformed rollback-of", unit: badRollback, err: "rollback-of"},
 		{name: "a Project that is no app name", unit: badProject, err: "malformed release id"},
 	} {
