@@ -10,6 +10,10 @@
 #   scripts/test-binaries.sh vault     Vault dev server        (prints the binary)
 #   scripts/test-binaries.sh minio     MinIO                   (prints the binary)
 #   scripts/test-binaries.sh nats      NATS server             (prints the binary)
+#   scripts/test-binaries.sh node      the cluster's folder plus kubelet and kube-proxy,
+#                                      for a node that runs pods (prints the folder)
+#   scripts/test-binaries.sh flux      Flux's source-, kustomize- and notification-controller
+#                                      and the flux CLI (prints their folder)
 #   scripts/test-binaries.sh lint      golangci-lint           (prints the binary)
 #   scripts/test-binaries.sh crds      the modules whose CRDs the control plane installs
 #   scripts/test-binaries.sh missing   says which of them are not cached yet
@@ -24,6 +28,12 @@ KWOK_VERSION=v0.8.0
 FLAGGER_VERSION=v1.41.0
 GOLANGCI_LINT_VERSION=v2.15.0
 NATS_VERSION=v2.15.2
+# Flux v2.9.3's set: the newest whose controllers the module proxy serves
+# whole for this Go.
+FLUX_VERSION=v2.9.3
+SOURCE_CONTROLLER_VERSION=v1.9.3
+KUSTOMIZE_CONTROLLER_VERSION=v1.9.4
+NOTIFICATION_CONTROLLER_VERSION=v1.9.2
 
 CACHE="${DELIVERY_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/delivery}"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
@@ -146,6 +156,76 @@ cluster() {
 	echo "$out"
 }
 
+# kubelet and kube-proxy, for the node that runs pods, from the same wrapper
+# as the control plane's binaries (its build cache serves most of them).
+node() {
+	local out
+	out=$(cluster)
+	if [ ! -x "$out/kubelet" ] || [ ! -x "$out/kube-proxy" ]; then
+		local w kdir
+		w=$(wrapper)
+		kdir=$(retry go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		printf 'package wrapper\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kubelet/app"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy/app"\n)\n' >"$w/tools.go"
+		local args=(-require="k8s.io/kubernetes@$KUBE_VERSION") m
+		for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$kdir/go.mod"); do
+			args+=(-replace="$m=$m@$STAGING_VERSION")
+		done
+		(cd "$w" && go mod edit "${args[@]}" && retry go mod tidy >&2)
+		local pkg=k8s.io/component-base/version c
+		for c in kubelet kube-proxy; do
+			[ -x "$out/$c" ] && continue
+			build "$c $KUBE_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=35' -o '$out/$c.tmp' k8s.io/kubernetes/cmd/$c"
+			mv "$out/$c.tmp" "$out/$c"
+		done
+		rm -rf "$w"
+	fi
+	echo "$out"
+}
+
+# controller builds one Flux controller from a wrapper holding its own go.mod
+# and go.sum: its replace of ./api is dropped so the published api module of
+# the same version serves, its other replaces kept. The file keeps the
+# controller's name, which client-go sends as the user agent.
+controller() {
+	local folder=$1 name=$2 version=$3
+	[ -x "$folder/$name" ] && return 0
+	local w dir module="github.com/fluxcd/$name"
+	w=$(wrapper)
+	dir=$(retry go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	cp "$dir/go.mod" "$dir/go.sum" "$w/"
+	chmod u+w "$w/go.mod" "$w/go.sum"
+	sed -i -e 's#^module .*#module wrapper#' -e '/=> \.\/api/d' "$w/go.mod"
+	(cd "$w" && go mod edit -require="$module@$version")
+	build "$name $version" bash -c "cd '$w' && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags='-s -w' -o '$folder/$name.tmp' '$module'"
+	mv "$folder/$name.tmp" "$folder/$name"
+	rm -rf "$w"
+}
+
+# Flux's three controllers the tests run, and the flux CLI that pushes a
+# release as Flux's own artifact. The CLI embeds install manifests that only
+# Flux's release process generates, so it builds inside a copy of its module
+# with one placeholder there (its own replace directives then apply).
+flux() {
+	local out="$CACHE/flux-$FLUX_VERSION"
+	mkdir -p "$out"
+	controller "$out" source-controller "$SOURCE_CONTROLLER_VERSION"
+	controller "$out" kustomize-controller "$KUSTOMIZE_CONTROLLER_VERSION"
+	controller "$out" notification-controller "$NOTIFICATION_CONTROLLER_VERSION"
+	if [ ! -x "$out/flux" ]; then
+		local dir w
+		dir=$(retry go mod download -json "github.com/fluxcd/flux2/v2@$FLUX_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		w=$(mktemp -d)
+		cp -r "$dir/." "$w/"
+		chmod -R u+w "$w"
+		mkdir -p "$w/cmd/flux/manifests"
+		printf '# not used: the tests push artifacts, they do not install Flux with this CLI\n' >"$w/cmd/flux/manifests/placeholder.yaml"
+		build "flux CLI $FLUX_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags='-s -w -X main.VERSION=${FLUX_VERSION#v}' -o '$out/flux.tmp' ./cmd/flux"
+		mv "$out/flux.tmp" "$out/flux"
+		rm -rf "$w"
+	fi
+	echo "$out"
+}
+
 vault() {
 	local out="$CACHE/vault-$VAULT_VERSION/vault"
 	if [ -x "$out" ]; then echo "$out"; return; fi
@@ -214,6 +294,12 @@ missing() {
 	{ [ -x "$dir/kube-controller-manager" ] && [ -x "$dir/kube-scheduler" ]; } || { plan+=("kube-controller-manager and kube-scheduler $KUBE_VERSION (about 3 min once kube-apiserver built)"); minutes=$((minutes + 3)); }
 	[ -x "$dir/kwok" ] || { plan+=("kwok $KWOK_VERSION (about 2 min)"); minutes=$((minutes + 2)); }
 	[ -x "$dir/flagger" ] || { plan+=("flagger $FLAGGER_VERSION (about 3 min)"); minutes=$((minutes + 3)); }
+	{ [ -x "$dir/kubelet" ] && [ -x "$dir/kube-proxy" ]; } || { plan+=("kubelet and kube-proxy $KUBE_VERSION (about 4 min once kube-apiserver built)"); minutes=$((minutes + 4)); }
+	local flux="$CACHE/flux-$FLUX_VERSION"
+	[ -x "$flux/source-controller" ] || { plan+=("source-controller $SOURCE_CONTROLLER_VERSION (about 9 min)"); minutes=$((minutes + 9)); }
+	[ -x "$flux/kustomize-controller" ] || { plan+=("kustomize-controller $KUSTOMIZE_CONTROLLER_VERSION (about 4 min after source-controller)"); minutes=$((minutes + 4)); }
+	[ -x "$flux/notification-controller" ] || { plan+=("notification-controller $NOTIFICATION_CONTROLLER_VERSION (about 4 min after those)"); minutes=$((minutes + 4)); }
+	[ -x "$flux/flux" ] || { plan+=("flux CLI $FLUX_VERSION (about 2 min after those)"); minutes=$((minutes + 2)); }
 	[ "${#plan[@]}" -gt 0 ] || return 0
 	say "cold setup: nothing cached in $CACHE for:"
 	local p
@@ -222,6 +308,6 @@ missing() {
 }
 
 case "${1:-}" in
-envtest | cluster | vault | minio | nats | lint | crds | missing) "$1" ;;
-*) echo "usage: $0 envtest|cluster|vault|minio|nats|lint|crds|missing" >&2; exit 2 ;;
+envtest | cluster | node | flux | vault | minio | nats | lint | crds | missing) "$1" ;;
+*) echo "usage: $0 envtest|cluster|node|flux|vault|minio|nats|lint|crds|missing" >&2; exit 2 ;;
 esac

@@ -23,6 +23,10 @@ PACKAGES=(postgresql rabbitmq-server sqlite3 age gcc libc6-dev)
 PACKAGES+=(podman runc ca-certificates)
 # chromium: the release page's test loads it in a real headless browser.
 PACKAGES+=(chromium)
+# containerd, containernetworking-plugins, iptables, conntrack: the node that
+# runs pods (internal/testenv's Node) runs its containers with containerd and
+# runc on a CNI bridge, and kube-proxy writes its rules with iptables.
+PACKAGES+=(containerd containernetworking-plugins iptables conntrack)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -40,6 +44,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 scripts/test-binaries.sh missing
-for what in crds envtest cluster vault minio nats; do
+for what in crds envtest cluster node flux vault minio nats; do
 	scripts/test-binaries.sh "$what" >/dev/null
 done

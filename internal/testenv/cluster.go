@@ -54,8 +54,7 @@ type Cluster struct {
 	*ControlPlane
 	// FlaggerLogs is Flagger's output.
 	FlaggerLogs *LogBuffer
-	dir         string
-	procs       []*process
+	processSet
 }
 
 // ClusterOptions shape a Cluster.
@@ -132,7 +131,7 @@ func startCluster(ctx context.Context, dir string, opts ClusterOptions) (*Cluste
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{ControlPlane: cp, dir: dir, FlaggerLogs: &LogBuffer{}}
+	c := &Cluster{ControlPlane: cp, FlaggerLogs: &LogBuffer{}, processSet: processSet{dir: dir}}
 	if err := c.start(ctx, bins, opts); err != nil {
 		return c, errors.Join(err, c.tail())
 	}
@@ -140,47 +139,15 @@ func startCluster(ctx context.Context, dir string, opts ClusterOptions) (*Cluste
 }
 
 func (c *Cluster) start(ctx context.Context, bins map[string]string, opts ClusterOptions) error {
-	admin, err := c.Kubeconfig()
+	adminFile, err := c.startControllers(&c.processSet, bins, "")
 	if err != nil {
 		return err
 	}
-	adminFile := filepath.Join(c.dir, "admin.kubeconfig")
-	rootCA := filepath.Join(c.dir, "root-ca.crt")
-	signCert, signKey := filepath.Join(c.dir, "signing-ca.crt"), filepath.Join(c.dir, "signing-ca.key")
-	if err := os.WriteFile(adminFile, admin, 0o600); err != nil {
-		return err
-	}
-	if err := os.WriteFile(rootCA, c.Config.CAData, 0o600); err != nil {
-		return err
-	}
-	if err := writeCA(signCert, signKey); err != nil {
-		return err
-	}
-	certDir := c.env.ControlPlane.GetAPIServer().CertDir
-	ports := make([]int, 4)
+	ports := make([]int, 2)
 	for i := range ports {
 		if ports[i], err = freePort(); err != nil {
 			return err
 		}
-	}
-	if err := c.run("kube-controller-manager", bins["kube-controller-manager"],
-		"--kubeconfig="+adminFile, "--controllers=*", "--leader-elect=false",
-		"--use-service-account-credentials=false",
-		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
-		"--root-ca-file="+rootCA,
-		"--cluster-signing-cert-file="+signCert, "--cluster-signing-key-file="+signKey,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[0]),
-		// Kwok's nodes are never Unknown; a node that is should not lose
-		// its pods within a test.
-		"--node-monitor-grace-period=5m",
-	); err != nil {
-		return err
-	}
-	if err := c.run("kube-scheduler", bins["kube-scheduler"],
-		"--kubeconfig="+adminFile, "--leader-elect=false",
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[1]),
-	); err != nil {
-		return err
 	}
 	stages, err := kwokStages(ctx, c.dir)
 	if err != nil {
@@ -190,7 +157,7 @@ func (c *Cluster) start(ctx context.Context, bins map[string]string, opts Cluste
 		"--kubeconfig="+adminFile, "--config="+stages,
 		"--manage-all-nodes=false", "--manage-nodes-with-label-selector=type=kwok",
 		"--cidr=10.244.0.0/16", "--node-ip=10.0.0.10", "--node-lease-duration-seconds=40",
-		"--server-address=127.0.0.1:"+strconv.Itoa(ports[2]),
+		"--server-address=127.0.0.1:"+strconv.Itoa(ports[0]),
 	); err != nil {
 		return err
 	}
@@ -208,7 +175,7 @@ func (c *Cluster) start(ctx context.Context, bins map[string]string, opts Cluste
 		return err
 	}
 	args := []string{bins["flagger"], "-kubeconfig=" + flaggerConfig, "-mesh-provider=kubernetes",
-		"-port=" + strconv.Itoa(ports[3]), "-metrics-server=http://127.0.0.1:9", "-log-level=info",
+		"-port=" + strconv.Itoa(ports[1]), "-metrics-server=http://127.0.0.1:9", "-log-level=info",
 		"-enable-leader-election=false"}
 	if len(opts.Hosts) > 0 {
 		hosts := filepath.Join(c.dir, "flagger-hosts")
@@ -224,13 +191,72 @@ func (c *Cluster) start(ctx context.Context, bins map[string]string, opts Cluste
 	return c.runLogged("flagger", c.FlaggerLogs, args[0], args[1:]...)
 }
 
-// run starts one of the cluster's processes, its output in a file of the
-// cluster's folder.
-func (c *Cluster) run(name, bin string, args ...string) error {
+// startControllers runs kube-controller-manager, with every default
+// controller, and kube-scheduler against the control plane, as processes of
+// set, and returns the administrator's kubeconfig file they use.
+// clusterCIDR, when set, is the pods' range the controller manager knows.
+func (cp *ControlPlane) startControllers(set *processSet, bins map[string]string, clusterCIDR string) (string, error) {
+	admin, err := cp.Kubeconfig()
+	if err != nil {
+		return "", err
+	}
+	adminFile := filepath.Join(set.dir, "admin.kubeconfig")
+	rootCA := filepath.Join(set.dir, "root-ca.crt")
+	signCert, signKey := filepath.Join(set.dir, "signing-ca.crt"), filepath.Join(set.dir, "signing-ca.key")
+	if err := os.WriteFile(adminFile, admin, 0o600); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(rootCA, cp.Config.CAData, 0o600); err != nil {
+		return "", err
+	}
+	if err := writeCA(signCert, signKey); err != nil {
+		return "", err
+	}
+	ports := make([]int, 2)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return "", err
+		}
+	}
+	args := []string{"--kubeconfig=" + adminFile, "--controllers=*", "--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + filepath.Join(cp.CertDir(), "sa-signer.key"),
+		"--root-ca-file=" + rootCA,
+		"--cluster-signing-cert-file=" + signCert, "--cluster-signing-key-file=" + signKey,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[0]),
+		// Kwok's nodes are never Unknown, and a real node's kubelet may be
+		// slow beside a busy build; neither should lose its pods in a test.
+		"--node-monitor-grace-period=5m",
+	}
+	if clusterCIDR != "" {
+		args = append(args, "--cluster-cidr="+clusterCIDR)
+	}
+	if err := set.run("kube-controller-manager", bins["kube-controller-manager"], args...); err != nil {
+		return "", err
+	}
+	if err := set.run("kube-scheduler", bins["kube-scheduler"],
+		"--kubeconfig="+adminFile, "--leader-elect=false",
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[1]),
+	); err != nil {
+		return "", err
+	}
+	return adminFile, nil
+}
+
+// processSet is the processes a test server of several parts runs, each
+// with its output in a file of its folder, stopped together.
+type processSet struct {
+	dir   string
+	procs []*process
+}
+
+// run starts one of the set's processes, its output in a file of the set's
+// folder.
+func (c *processSet) run(name, bin string, args ...string) error {
 	return c.runLogged(name, nil, bin, args...)
 }
 
-func (c *Cluster) runLogged(name string, logs *LogBuffer, bin string, args ...string) error {
+func (c *processSet) runLogged(name string, logs *LogBuffer, bin string, args ...string) error {
 	f, err := os.Create(filepath.Join(c.dir, name+".log"))
 	if err != nil {
 		return err
@@ -251,6 +277,14 @@ func (c *Cluster) runLogged(name string, logs *LogBuffer, bin string, args ...st
 	return nil
 }
 
+// stopAll ends every process, the last started first.
+func (c *processSet) stopAll() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].terminate()
+	}
+	c.procs = nil
+}
+
 type teeWriter struct {
 	file *os.File
 	logs *LogBuffer
@@ -264,15 +298,13 @@ func (w *teeWriter) Write(b []byte) (int, error) {
 // stop ends every process, the last started first, then the API server,
 // and removes the cluster's folder.
 func (c *Cluster) stop() {
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].terminate()
-	}
+	c.stopAll()
 	_ = c.Stop()
 	_ = os.RemoveAll(c.dir)
 }
 
 // tail is the end of each process's log, for a start that failed.
-func (c *Cluster) tail() error {
+func (c *processSet) tail() error {
 	files, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
 	sort.Strings(files)
 	var b strings.Builder

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
@@ -150,7 +151,36 @@ type ControlPlane struct {
 }
 
 // Start starts a control plane; Stop ends it.
-func Start(ctx context.Context) (*ControlPlane, error) {
+func Start(ctx context.Context) (*ControlPlane, error) { return StartWith(ctx, ControlPlaneOptions{}) }
+
+// ControlPlaneOptions shape a control plane whose API server a node's pods
+// reach: at an address on the node's bridge, under certificates that name
+// the address and the kubernetes Service's, with ServiceAccount tokens
+// mounted into pods. The zero value is the loopback control plane the unit
+// tests share.
+type ControlPlaneOptions struct {
+	// Address is where the API server listens and what it advertises;
+	// 127.0.0.1 when empty.
+	Address string
+	// Port is its secure port; one free on Address when 0.
+	Port int
+	// ServiceRange is its --service-cluster-ip-range; envtest's when empty.
+	ServiceRange string
+	// CertDir holds the API server's serving certificate and the
+	// ServiceAccount signer (apiserver.crt/.key, sa-signer.crt/.key), made
+	// by the caller; envtest makes its own when empty.
+	CertDir string
+	// CA is the certificate that signed CertDir's serving certificate.
+	CA []byte
+	// ServiceAccounts admits pods with their ServiceAccount's token, which
+	// envtest turns off since nothing else of a cluster runs beside it.
+	ServiceAccounts bool
+	// Args are more of the API server's flags, by name.
+	Args map[string]string
+}
+
+// StartWith starts a control plane shaped by opts; Stop ends it.
+func StartWith(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -169,10 +199,35 @@ func Start(ctx context.Context) (*ControlPlane, error) {
 		// compiling the test binaries of other packages.
 		ControlPlaneStartTimeout: time.Minute,
 	}
+	api := env.ControlPlane.GetAPIServer()
+	if opts.CertDir != "" {
+		// envtest keeps certificates it finds in its folder and then knows
+		// no CA of its own: it is told the one that signed them.
+		api.CertDir, api.SecureServing.CA = opts.CertDir, opts.CA
+	}
+	if opts.Address != "" {
+		port := opts.Port
+		if port == 0 {
+			if port, err = freePortOn(opts.Address); err != nil {
+				return nil, err
+			}
+		}
+		api.SecureServing.Address, api.SecureServing.Port = opts.Address, strconv.Itoa(port)
+		api.Configure().Set("advertise-address", opts.Address)
+	}
+	if opts.ServiceRange != "" {
+		api.Configure().Set("service-cluster-ip-range", opts.ServiceRange)
+	}
+	if opts.ServiceAccounts {
+		api.Configure().Disable("disable-admission-plugins")
+	}
+	for name, value := range opts.Args {
+		api.Configure().Set(name, value)
+	}
 	// A service under test may hold a watch open when its API server is
 	// stopped; without a grace period for watches the API server waits for
 	// them to end on their own, well past the stop's timeout.
-	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")
+	api.Configure().Set("shutdown-watch-termination-grace-period", "1s")
 	cfg, err := env.Start()
 	if err != nil {
 		// envtest can fail after etcd and the API server are up (waiting for
@@ -189,6 +244,10 @@ func Start(ctx context.Context) (*ControlPlane, error) {
 	}
 	return cp, nil
 }
+
+// CertDir is the folder of the API server's certificates, the
+// ServiceAccount signer's key among them.
+func (cp *ControlPlane) CertDir() string { return cp.env.ControlPlane.GetAPIServer().CertDir }
 
 // Stop ends the API server and etcd and removes their data.
 func (cp *ControlPlane) Stop() error { return cp.env.Stop() }

@@ -12,10 +12,13 @@ import (
 
 // freePort asks the kernel for a port free on 127.0.0.1 now, for a server the
 // tests start.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort() (int, error) { return freePortOn("127.0.0.1") }
+
+// freePortOn is freePort on another of this machine's addresses.
+func freePortOn(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
 	}
 	defer ln.Close()
 	addr, ok := ln.Addr().(*net.TCPAddr)

@@ -28,6 +28,9 @@ func Main(m *testing.M) int {
 	if sharedCluster.c != nil {
 		sharedCluster.c.stop()
 	}
+	if sharedNode.n != nil {
+		sharedNode.n.Close()
+	}
 	if shared.cp != nil {
 		if err := shared.cp.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stop the shared control plane:", err)
