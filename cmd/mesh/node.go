@@ -20,7 +20,7 @@ var (
 	nodeName   = settings.Variable{Name: "NODE_NAME", Default: settings.Required, Meaning: "the node this agent or seat is: its wants, its bucket composed-<node>, its haves"}
 	meshRoot   = settings.Variable{Name: "MESH_ROOT", Default: "/var/lib/mesh", Meaning: "where the agent lays its modules down: a folder per module, its versions and the link current"}
 	stopGrace  = settings.Variable{Name: "STOP_GRACE", Default: "10s", Meaning: "how long a module has between SIGTERM and SIGKILL when it is stopped"}
-	healthFor  = settings.Variable{Name: "HEALTH_WITHIN", Default: "1m", Meaning: "how long a started module has to pass its health check"}
+	healthFor  = settings.Variable{Name: "HEALTH_WITHIN", Default: "1m", Meaning: "how long a started version has to pass its health check before the agent goes back to the version that last ran healthy"}
 	backupDir  = settings.Variable{Name: "BACKUP_DIR", Default: "/var/backups/mesh", Meaning: "the node's backup folder: a claim per module below it"}
 	backupWait = settings.Variable{Name: "BACKUP_WITHIN", Default: "10m", Meaning: "how long the agent waits for the seat's backup before it does not apply"}
 )
@@ -32,7 +32,10 @@ func agentCommand(in invocation) *cobra.Command {
 		Long: "mesh agent watches its node's wants and its bucket composed-<node> and, one module at a time, applies a\n" +
 			"want only when the composition it names is there and verifies against MESH_TRUSTED_KEYS, backing a\n" +
 			"module that holds data up through the node's seat first; anything else is refused with a have saying\n" +
-			"why. On start it runs what its disk says runs and writes its haves again. While the bus does not answer\n" +
+			"why. It checks each module's health every interval of its check and starts a module whose process\n" +
+			"ended in failure again after 1 s, doubled to 30 s; a version that does not pass its check within\n" +
+			"HEALTH_WITHIN goes back to the version that last ran healthy (rolled-back).\n" +
+			"On start it runs what its disk says runs and writes its haves again. While the bus does not answer\n" +
 			"its modules run on and it tries again after 1 s, doubled to 30 s, and at once when the bus is back.\n" +
 			"A bad variable exits 2.",
 		Args: cobra.NoArgs,

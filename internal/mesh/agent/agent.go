@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,26 +64,36 @@ type Agent struct {
 	// so the node stays online for the assigner (well within its
 	// ONLINE_WINDOW); 0 is 30 s.
 	Heartbeat time.Duration
-	Output    io.Writer
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Restart is the wait before a module whose process ended in failure
+	// is started again; its zero value is 1 s doubled to 30 s, counted
+	// afresh once the module passes its check.
+	Restart Backoff
+	Output  io.Writer
+	Logger  *slog.Logger
+	Now     func() time.Time
 
 	mu       sync.Mutex
-	procs    map[string]*Process
+	runs     map[string]*run   // module → what runs of it, supervised
 	attempts map[string]string // module → the want and composition last applied or refused
 	haves    map[string]bus.Have
+	why      map[string]string // module → why its attempt is where it is, for a have amended later
 
-	// unanswered says the bus did not answer during the pass under way;
-	// failures counts such passes in a row. Only Run's goroutine uses them.
-	unanswered bool
+	// writing orders the have writes, so a heartbeat never puts back a
+	// have a supervisor has changed since.
+	writing sync.Mutex
+
+	// unanswered says the bus did not answer during the pass under way
+	// (a supervisor's have write may say so too); failures counts such
+	// passes in a row, Run's goroutine alone.
+	unanswered atomic.Bool
 	failures   int
 }
 
 func (a *Agent) init() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.procs == nil {
-		a.procs, a.attempts, a.haves = map[string]*Process{}, map[string]string{}, map[string]bus.Have{}
+	if a.runs == nil {
+		a.runs, a.attempts, a.haves, a.why = map[string]*run{}, map[string]string{}, map[string]bus.Have{}, map[string]string{}
 	}
 	if a.Grace == 0 {
 		a.Grace = 10 * time.Second
@@ -151,7 +161,7 @@ func (a *Agent) watch(ctx context.Context) error {
 // wait is how long to wait for a change before the next pass: the tick, or
 // while the bus does not answer, the backoff.
 func (a *Agent) wait() time.Duration {
-	if !a.unanswered {
+	if !a.unanswered.Load() {
 		a.failures = 0
 		return a.Tick
 	}
@@ -159,47 +169,25 @@ func (a *Agent) wait() time.Duration {
 	return a.Backoff.After(a.failures)
 }
 
-// Stop stops every module the agent runs.
+// Stop stops every module the agent runs, its supervision first.
 func (a *Agent) Stop() {
 	a.mu.Lock()
-	procs := a.procs
-	a.procs = map[string]*Process{}
+	runs := a.runs
+	a.runs = map[string]*run{}
 	a.mu.Unlock()
-	for _, p := range procs {
-		p.Stop(a.Grace)
-	}
-}
-
-// resume starts each module's current version from disk, not the bus.
-func (a *Agent) resume(ctx context.Context) {
-	modules, err := a.Layout.Modules()
-	if err != nil {
-		a.Logger.Error("cannot read what runs", slog.String("root", a.Layout.Root), slog.String("error", err.Error()))
-		return
-	}
-	for _, m := range modules {
-		running, dir, err := a.Layout.Current(m)
-		if err != nil || running.Fingerprint == "" {
-			continue
-		}
-		doc, err := readDocument(dir)
-		if err != nil {
-			a.failed(ctx, m, running, err)
-			continue
-		}
-		a.stopStale(dir)
-		a.start(ctx, m, running, doc, dir)
+	for _, r := range runs {
+		r.stop(a.Grace)
 	}
 }
 
 // pass applies each of the node's wants, one module at a time.
 func (a *Agent) pass(ctx context.Context) {
-	a.unanswered = false
+	a.unanswered.Store(false)
 	wants, err := bus.ReadPlaces(ctx, a.Bus.Wants, bus.KindWant, bus.DecodeWant, func(key string, err error) {
 		a.Logger.Warn("document skipped", slog.String("key", key), slog.String("error", err.Error()))
 	})
 	if err != nil {
-		a.unanswered = true
+		a.unanswered.Store(true)
 		a.Logger.Warn("the bus did not answer", slog.String("error", err.Error()))
 		return
 	}
@@ -221,6 +209,8 @@ func (a *Agent) pass(ctx context.Context) {
 // its time: a node that runs steadily must not look offline, or it would
 // stop being a canary, and a fleet at rest would have none.
 func (a *Agent) beat(ctx context.Context) {
+	a.writing.Lock()
+	defer a.writing.Unlock()
 	now := a.Now()
 	a.mu.Lock()
 	due := map[string]bus.Have{}
@@ -231,7 +221,7 @@ func (a *Agent) beat(ctx context.Context) {
 	}
 	a.mu.Unlock()
 	for m, h := range due {
-		a.writeHave(ctx, m, h)
+		a.put(ctx, m, h)
 	}
 }
 
@@ -242,7 +232,7 @@ func (a *Agent) beat(ctx context.Context) {
 func (a *Agent) present(ctx context.Context) {
 	entries, err := bus.ReadAll(ctx, a.Bus.Modules)
 	if err != nil {
-		a.unanswered = true
+		a.unanswered.Store(true)
 		return
 	}
 	for _, raw := range entries {
@@ -259,11 +249,17 @@ func (a *Agent) present(ctx context.Context) {
 	}
 }
 
-// apply does what Decide says of one module's want.
+// apply does what Decide says of one module's want. Until the new version
+// runs, the have names what runs and the want beside it as the attempt.
 func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 	running, _, err := a.Layout.Current(module)
+	var back RolledBack
+	if err == nil {
+		back, err = a.Layout.RolledBack(module)
+	}
+	tries := bus.Attempt{Fingerprint: want.Fingerprint, Digest: want.Digest}
 	if err != nil {
-		a.failed(ctx, module, running, err)
+		a.attemptFailed(ctx, module, running, tries, err)
 		return
 	}
 	var offer Offer
@@ -272,7 +268,7 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	case err != nil && entry.Digest == "":
-		a.unanswered = true
+		a.unanswered.Store(true)
 		a.Logger.Warn("the bus did not answer", slog.String("module", module), slog.String("error", err.Error()))
 		return
 	case err != nil:
@@ -283,8 +279,10 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 			offer.Unverified = err.Error()
 		}
 	}
-	action, why := Decide(want, running, offer)
-	attempt := want.Fingerprint + " " + want.Digest + " " + offer.Digest
+	action, why := Decide(want, running, offer, back)
+	// The want's time is part of the attempt: a want written again (a put)
+	// tries again what failed or was rolled back from.
+	attempt := want.Fingerprint + " " + want.Digest + " " + offer.Digest + " " + want.At.String()
 	a.mu.Lock()
 	tried := a.attempts[module] == attempt
 	a.mu.Unlock()
@@ -294,16 +292,14 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 	case action == ActionRefuse:
 		a.remember(module, attempt)
 		a.Logger.Warn("refused", slog.String("module", module), slog.String("fingerprint", want.Fingerprint), slog.String("why", why))
-		a.writeHave(ctx, module, bus.Have{Fingerprint: running.Fingerprint, Digest: running.Digest, Phase: bus.PhaseRefused,
-			Health: a.health(module), Reason: clip(why)})
+		a.writeHave(ctx, module, a.about(module, running, bus.PhaseRefused, tries, why))
 		return
 	}
 	a.remember(module, attempt)
-	next := Running{Fingerprint: want.Fingerprint, Digest: want.Digest}
-	a.writeHave(ctx, module, bus.Have{Fingerprint: next.Fingerprint, Digest: next.Digest, Phase: bus.PhaseApplying, Health: bus.Unknown})
+	a.writeHave(ctx, module, a.about(module, running, bus.PhaseApplying, tries, ""))
 	if doc.HoldsData {
 		if a.Backup == nil {
-			a.failed(ctx, module, next, errors.New("the module holds data and no backup seat answers: not applied"))
+			a.attemptFailed(ctx, module, running, tries, errors.New("the module holds data and no backup seat answers: not applied"))
 			return
 		}
 		data, err := a.Layout.DataDir(module, doc.DataDir)
@@ -315,77 +311,36 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 				// Not an answer: tried again at the next pass, not only at
 				// the next change of the want.
 				a.forget(module)
-				a.unanswered = true
+				a.unanswered.Store(true)
 			}
-			a.failed(ctx, module, next, fmt.Errorf("no backup of %s, so not applied: %w", doc.DataDir, err))
+			a.attemptFailed(ctx, module, running, tries, fmt.Errorf("no backup of %s, so not applied: %w", doc.DataDir, err))
 			return
 		}
 	}
 	dir, err := a.Layout.Install(doc, want.Digest)
 	if err != nil {
-		a.failed(ctx, module, next, err)
+		a.attemptFailed(ctx, module, running, tries, err)
 		return
 	}
-	a.mu.Lock()
-	old := a.procs[module]
-	delete(a.procs, module)
-	a.mu.Unlock()
-	if old != nil {
-		old.Stop(a.Grace)
-	}
+	a.stopRun(module)
 	if err := a.Layout.Switch(module, want.Digest); err != nil {
-		a.failed(ctx, module, next, err)
+		a.attemptFailed(ctx, module, running, tries, err)
+		a.resumeModule(ctx, module) // what current still names runs again
 		return
 	}
-	a.start(ctx, module, next, doc, dir)
+	a.bringUp(ctx, module, Running{Fingerprint: want.Fingerprint, Digest: want.Digest}, doc, dir, true)
 }
 
-// start runs a version and writes how it went.
-func (a *Agent) start(ctx context.Context, module string, running Running, doc composition.Document, dir string) {
-	command := doc.Command
-	if doc.HoldsData {
-		// The module finds its data where every version of it does.
-		data, err := a.Layout.DataDir(module, doc.DataDir)
-		if err == nil {
-			err = os.MkdirAll(data, 0o700)
-		}
-		if err != nil {
-			a.failed(ctx, module, running, err)
-			return
-		}
-		command.Env = maps.Clone(command.Env)
-		if command.Env == nil {
-			command.Env = map[string]string{}
-		}
-		command.Env["MESH_DATA_DIR"] = data
-	}
-	p, err := StartProcess(dir, command, a.Output)
-	if err != nil {
-		a.failed(ctx, module, running, err)
-		return
-	}
-	_ = os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(p.Pid())), 0o600)
-	a.mu.Lock()
-	a.procs[module] = p
-	a.mu.Unlock()
-	have := bus.Have{Fingerprint: running.Fingerprint, Digest: running.Digest, Phase: bus.PhaseRunning, Health: bus.Healthy}
-	if err := WaitHealthy(ctx, p, doc.Health, dir, a.HealthWithin); err != nil {
-		have.Health, have.Reason = bus.Unhealthy, clip(err.Error())
-		select {
-		case <-p.Exited():
-			have.Phase = bus.PhaseFailed
-		default:
-		}
-	}
-	a.Logger.Info("applied", slog.String("module", module), slog.String("fingerprint", running.Fingerprint),
-		slog.String("phase", string(have.Phase)), slog.String("health", string(have.Health)), slog.String("reason", have.Reason))
-	a.writeHave(ctx, module, have)
+// about is a have of what runs, with an attempt beside it.
+func (a *Agent) about(module string, running Running, phase bus.Phase, tries bus.Attempt, why string) bus.Have {
+	return bus.Have{Fingerprint: running.Fingerprint, Digest: running.Digest, Phase: phase,
+		Health: a.health(module, running), Reason: clip(why), Attempt: tries}
 }
 
-func (a *Agent) failed(ctx context.Context, module string, running Running, err error) {
-	a.Logger.Error("apply failed", slog.String("module", module), slog.String("fingerprint", running.Fingerprint), slog.String("error", err.Error()))
-	a.writeHave(ctx, module, bus.Have{Fingerprint: running.Fingerprint, Digest: running.Digest, Phase: bus.PhaseFailed,
-		Health: bus.Unknown, Reason: clip(err.Error())})
+// attemptFailed says an attempt was not applied, what ran before running on.
+func (a *Agent) attemptFailed(ctx context.Context, module string, running Running, tries bus.Attempt, err error) {
+	a.Logger.Error("apply failed", slog.String("module", module), slog.String("fingerprint", tries.Fingerprint), slog.String("error", err.Error()))
+	a.writeHave(ctx, module, a.about(module, running, bus.PhaseFailed, tries, err.Error()))
 }
 
 func (a *Agent) remember(module, attempt string) {
@@ -400,17 +355,34 @@ func (a *Agent) forget(module string) {
 	a.mu.Unlock()
 }
 
-// health is the last health written for module.
-func (a *Agent) health(module string) bus.Health {
+// health is the last health written of running, the version that runs of
+// module; unknown when none was.
+func (a *Agent) health(module string, running Running) bus.Health {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if h, ok := a.haves[module]; ok {
+	if h, ok := a.haves[module]; ok && running.Fingerprint != "" && h.Fingerprint == running.Fingerprint && h.Digest == running.Digest {
 		return h.Health
 	}
 	return bus.Unknown
 }
 
+// writeHave writes module's have now; its reason, where an attempt is
+// beside it, is kept for the supervisor to say again once what runs is
+// healthy again.
 func (a *Agent) writeHave(ctx context.Context, module string, h bus.Have) {
+	a.writing.Lock()
+	defer a.writing.Unlock()
+	a.mu.Lock()
+	a.why[module] = ""
+	if h.Attempt != (bus.Attempt{}) {
+		a.why[module] = h.Reason
+	}
+	a.mu.Unlock()
+	a.put(ctx, module, h)
+}
+
+// put writes h as module's have; the caller holds writing.
+func (a *Agent) put(ctx context.Context, module string, h bus.Have) {
 	h.At = a.Now().UTC()
 	a.mu.Lock()
 	a.haves[module] = h
@@ -430,7 +402,7 @@ func (a *Agent) writeHave(ctx context.Context, module string, h bus.Have) {
 		h.At = time.Time{}
 		a.haves[module] = h
 		a.mu.Unlock()
-		a.unanswered = true
+		a.unanswered.Store(true)
 		a.Logger.Warn("have not written", slog.String("module", module), slog.String("error", err.Error()))
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
 )
 
-var d1, d2 = bus.Digest([]byte("v1")), bus.Digest([]byte("v2"))
+var d1, d2, d3 = bus.Digest([]byte("v1")), bus.Digest([]byte("v2")), bus.Digest([]byte("v3"))
 
 func TestDecide(t *testing.T) {
 	want := bus.Want{Fingerprint: "f2", Digest: d2, Owner: bus.OwnerRules}
@@ -33,9 +33,38 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			action, why := agent.Decide(want, c.running, c.offer)
+			action, why := agent.Decide(want, c.running, c.offer, agent.RolledBack{})
 			if action != c.action || !strings.Contains(why, c.why) {
 				t.Fatalf("%s (%s), want %s (%s)", action, why, c.action, c.why)
+			}
+		})
+	}
+}
+
+// TestDecideAfterARollback: the version a node went back from is not
+// applied again for the want it failed under, nor another composition of
+// it refused for that; a want written since tries it again.
+func TestDecideAfterARollback(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	f1 := agent.Running{Fingerprint: "f1", Digest: d1}
+	back := agent.RolledBack{Running: agent.Running{Fingerprint: "f2", Digest: d2}, At: at}
+	cases := []struct {
+		name   string
+		want   bus.Want
+		offer  agent.Offer
+		action agent.Action
+	}{
+		{"the want it failed under", bus.Want{Fingerprint: "f2", Digest: d2, At: at.Add(-time.Minute)}, agent.Offer{Found: true, Digest: d2}, agent.ActionNone},
+		{"a want of the same time", bus.Want{Fingerprint: "f2", Digest: d2, At: at}, agent.Offer{Found: true, Digest: d2}, agent.ActionNone},
+		{"a want written since", bus.Want{Fingerprint: "f2", Digest: d2, At: at.Add(time.Minute)}, agent.Offer{Found: true, Digest: d2}, agent.ActionApply},
+		{"another composition of the fingerprint", bus.Want{Fingerprint: "f2", Digest: d3, At: at.Add(-time.Minute)}, agent.Offer{Found: true, Digest: d3}, agent.ActionApply},
+		{"another fingerprint", bus.Want{Fingerprint: "f3", Digest: d3, At: at.Add(-time.Minute)}, agent.Offer{Found: true, Digest: d3}, agent.ActionApply},
+		{"what runs", bus.Want{Fingerprint: "f1", Digest: d1, At: at.Add(-time.Minute)}, agent.Offer{Found: true, Digest: d1}, agent.ActionNone},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if action, why := agent.Decide(c.want, f1, c.offer, back); action != c.action {
+				t.Fatalf("%s (%s), want %s", action, why, c.action)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"time"
+
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 )
 
@@ -8,6 +10,14 @@ import (
 type Running struct {
 	Fingerprint string `json:"fingerprint"`
 	Digest      string `json:"digest"`
+}
+
+// RolledBack is a version the node went back from because it did not pass
+// its health in time, why, and when.
+type RolledBack struct {
+	Running
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // Action is what the agent does about a want.
@@ -33,12 +43,16 @@ type Offer struct {
 }
 
 // Decide is what a want asks of a node: nothing when it runs the want's
-// fingerprint and composition; else, once the composition is there, apply
-// it only when it is the very one the want names and it verified.
-func Decide(want bus.Want, running Running, offer Offer) (Action, string) {
+// fingerprint and composition, or when the node went back from that very
+// composition after the want was written (a want written since tries it
+// again); else, once the composition is there, apply it only when it is
+// the very one the want names and it verified.
+func Decide(want bus.Want, running Running, offer Offer, back RolledBack) (Action, string) {
 	switch {
 	case want.Fingerprint == running.Fingerprint && want.Digest == running.Digest:
 		return ActionNone, "runs what the want names"
+	case want.Fingerprint == back.Fingerprint && want.Digest == back.Digest && !want.At.After(back.At):
+		return ActionNone, "rolled back from " + want.Fingerprint + " after the want was written"
 	case !offer.Found:
 		return ActionNone, "no composition for " + want.Fingerprint + " yet"
 	case offer.Digest != want.Digest:

@@ -137,3 +137,14 @@ func WaitHealthy(ctx context.Context, p *Process, h composition.Health, dir stri
 		}
 	}
 }
+
+// Result is how the process ended, once it has.
+func (p *Process) Result() string {
+	if p.err == nil {
+		return "exit status 0"
+	}
+	return p.err.Error()
+}
+
+// Clean is whether the process ended by itself with status 0.
+func (p *Process) Clean() bool { return p.err == nil }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ import (
 
 // TestMain is also the module the agents run: started with MESH_TEST_SERVE
 // set, the test binary serves that address, answering / with its
-// FINGERPRINT and /healthz with 200 (503 with MESH_TEST_UNHEALTHY set).
+// FINGERPRINT and /healthz with 200 (503 with MESH_TEST_UNHEALTHY set, or
+// while the file MESH_TEST_SICK names exists).
 func TestMain(m *testing.M) {
 	if url := os.Getenv("MESH_TEST_AGENT"); url != "" {
 		os.Exit(runAgentProcess(url))
@@ -38,7 +40,8 @@ func TestMain(m *testing.M) {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, os.Getenv("FINGERPRINT")) })
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-			if os.Getenv("MESH_TEST_UNHEALTHY") != "" {
+			_, sick := os.Stat(os.Getenv("MESH_TEST_SICK"))
+			if os.Getenv("MESH_TEST_UNHEALTHY") != "" || sick == nil {
 				w.WriteHeader(http.StatusServiceUnavailable)
 			}
 		})
@@ -60,6 +63,7 @@ type node struct {
 	logs   *testenv.LogBuffer
 	// heartbeat is the agents' Heartbeat; 0 their default.
 	heartbeat time.Duration
+	ends      map[*agent.Agent]func()
 }
 
 func newNode(t testing.TB) *node {
@@ -76,8 +80,9 @@ func newNode(t testing.TB) *node {
 		root: t.TempDir(), addr: addr, logs: &testenv.LogBuffer{}}
 }
 
-// start runs an agent until the test ends; its modules are stopped then.
-func (n *node) start() *agent.Agent { return n.startWith(nil) }
+// start runs an agent, tuned as the test says, until the test ends; its
+// modules are stopped then.
+func (n *node) start(tune ...func(*agent.Agent)) *agent.Agent { return n.startWith(nil, tune...) }
 
 // startWith is start with a backup seat, the agent tuned as the test says.
 func (n *node) startWith(backup agent.Backup, tune ...func(*agent.Agent)) *agent.Agent {
@@ -90,15 +95,26 @@ func (n *node) startWith(backup agent.Backup, tune ...func(*agent.Agent)) *agent
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	n.t.Cleanup(func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			n.t.Errorf("the agent ended with %v", err)
-		}
-		a.Stop()
-	})
+	var once sync.Once
+	end := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				n.t.Errorf("the agent ended with %v", err)
+			}
+			a.Stop()
+		})
+	}
+	if n.ends == nil {
+		n.ends = map[*agent.Agent]func(){}
+	}
+	n.ends[a] = end
+	n.t.Cleanup(end)
 	return a
 }
+
+// end stops an agent and the modules it runs.
+func (n *node) end(a *agent.Agent) { n.ends[a]() }
 
 // seat runs the node's backup seat into dir until the test ends.
 func (n *node) seat(dir string) {

@@ -53,7 +53,9 @@ type Write struct {
 //
 //  1. the build of the fingerprint is done;
 //  2. the fingerprint is not held;
-//  3. the node is the module's canary, or the canary runs the fingerprint healthy;
+//  3. the node is the module's canary, or the canary (or the node itself)
+//     runs the fingerprint healthy; a build a node rolled back from is, on
+//     that node alone, as if held;
 //  4. at most step other nodes are ahead of what the canary proved (step 0: no bound);
 //  5. every provider of the module runs healthy on the node;
 //  6. the grant exists;
@@ -92,10 +94,6 @@ func Decide(in Input) []Write {
 		if !ok {
 			continue // rules 1 and 2: no done build that is not held
 		}
-		v := Version{reg.Module, fingerprint}
-		if !granted[v] {
-			continue // rule 6, the same for every node
-		}
 		nodes := slices.Sorted(slices.Values(reg.Nodes))
 		canary, hasCanary := "", false
 		for _, n := range nodes {
@@ -107,7 +105,6 @@ func Decide(in Input) []Write {
 		if !hasCanary {
 			continue // rule 3: no canary, so no node may move
 		}
-		proved := in.Haves[Place{Node: canary, Module: reg.Module}].RunsHealthy(fingerprint)
 		// Rule 4 counts the nodes besides the canary that want the
 		// fingerprint and do not run it healthy yet: the ones ahead of what
 		// the canary proved, still proving it themselves.
@@ -126,8 +123,20 @@ func Decide(in Input) []Write {
 			if has && current.Owner != bus.OwnerRules {
 				continue // a put's or the hand's
 			}
-			if n != canary && !proved {
-				continue // rule 3
+			fingerprint := fingerprint
+			if back := in.Haves[p].RolledBackFrom(); back == fingerprint {
+				// The build failed its health on this node, which went back
+				// by itself: the node is given the newest build besides it,
+				// as if it were held here alone.
+				if fingerprint, ok = target(newest[reg.Module], withHeld(held, Version{reg.Module, back})); !ok {
+					continue
+				}
+			}
+			if n != canary && !in.Haves[Place{Node: canary, Module: reg.Module}].RunsHealthy(fingerprint) && !in.Haves[p].RunsHealthy(fingerprint) {
+				continue // rule 3; a node that runs it healthy already risks nothing
+			}
+			if !granted[Version{reg.Module, fingerprint}] {
+				continue // rule 6
 			}
 			digest, ok := composed[Composition{Node: n, Module: reg.Module, Fingerprint: fingerprint}]
 			if !ok {
@@ -178,11 +187,21 @@ func target(done []bus.Build, held map[Version]bool) (string, bool) {
 func providersHealthy(haves map[Place]bus.Have, node string, providers []string) bool {
 	for _, p := range providers {
 		h, ok := haves[Place{Node: node, Module: p}]
-		if !ok || h.Phase != bus.PhaseRunning || h.Health != bus.Healthy {
+		if !ok || !h.RunsHealthy(h.Fingerprint) {
 			return false
 		}
 	}
 	return true
+}
+
+// withHeld is held and one version more, held beside it.
+func withHeld(held map[Version]bool, v Version) map[Version]bool {
+	out := make(map[Version]bool, len(held)+1)
+	for k := range held {
+		out[k] = true
+	}
+	out[v] = true
+	return out
 }
 
 func set[T any](items []T, key func(T) Version) map[Version]bool {

@@ -46,6 +46,13 @@ func runs(fingerprint string, at time.Time) bus.Have {
 	return bus.Have{Fingerprint: fingerprint, Phase: bus.PhaseRunning, Health: bus.Healthy, At: at}
 }
 
+// rolledBack is a have of web running fingerprint healthy, gone back from
+// from.
+func rolledBack(fingerprint, from string) bus.Have {
+	return bus.Have{Fingerprint: fingerprint, Phase: bus.PhaseRolledBack, Health: bus.Healthy,
+		Attempt: bus.Attempt{Fingerprint: from, Digest: digest("n1", "web", from)}, At: now}
+}
+
 func rulesWant(node, fingerprint string) bus.Want {
 	return bus.Want{Fingerprint: fingerprint, Digest: digest(node, "web", fingerprint), Owner: bus.OwnerRules, At: now.Add(-time.Hour)}
 }
@@ -129,6 +136,30 @@ func TestDecide(t *testing.T) {
 		{"rule 3: the canary still applying", func(in *Input) {
 			in.Wants[Place{Node: "n1", Module: "web"}] = rulesWant("n1", "f2")
 			in.Haves[Place{Node: "n1", Module: "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseApplying, Health: bus.Unknown, At: now}
+		}, ""},
+		{"rule 3: the canary applying, f1 running healthy beside the attempt", func(in *Input) {
+			in.Wants[Place{Node: "n1", Module: "web"}] = rulesWant("n1", "f2")
+			in.Haves[Place{Node: "n1", Module: "web"}] = bus.Have{Fingerprint: "f1", Phase: bus.PhaseApplying, Health: bus.Healthy,
+				Attempt: bus.Attempt{Fingerprint: "f2", Digest: digest("n1", "web", "f2")}, At: now}
+		}, ""},
+		{"rule 3: the canary rolled back from it: the canary back to the one before, no other moves", func(in *Input) {
+			in.Wants[Place{Node: "n1", Module: "web"}] = rulesWant("n1", "f2")
+			in.Haves[Place{Node: "n1", Module: "web"}] = rolledBack("f1", "f2")
+		}, "n1=f1"},
+		{"rule 3: the canary rolled back and wants the one before: nothing", func(in *Input) {
+			in.Haves[Place{Node: "n1", Module: "web"}] = rolledBack("f1", "f2")
+		}, ""},
+		{"rule 3: the canary rolled back from an older build: the newest is given", func(in *Input) {
+			in.Haves[Place{Node: "n1", Module: "web"}] = rolledBack("f1", "f0")
+		}, "n1=f2"},
+		{"rule 3: a node rolled back after the canary proved it: that node alone goes back", func(in *Input) {
+			canaryRuns(in)
+			in.Wants[Place{Node: "n2", Module: "web"}] = rulesWant("n2", "f2")
+			in.Haves[Place{Node: "n2", Module: "web"}] = rolledBack("f1", "f2")
+		}, "n2=f1 n3=f2"},
+		{"rule 3: the canary's process ended: not healthy", func(in *Input) {
+			in.Wants[Place{Node: "n1", Module: "web"}] = rulesWant("n1", "f2")
+			in.Haves[Place{Node: "n1", Module: "web"}] = bus.Have{Fingerprint: "f2", Phase: bus.PhaseFailed, Health: bus.Healthy, At: now}
 		}, ""},
 		{"rule 3: the canary healthy at another fingerprint", func(in *Input) {
 			in.Haves[Place{Node: "n1", Module: "web"}] = runs("f0", now)

@@ -110,18 +110,28 @@ func (w Want) Same(other Want) bool {
 	return w.Fingerprint == other.Fingerprint && w.Digest == other.Digest && w.Owner == other.Owner
 }
 
-// Phase is how far a node's apply of a module is.
+// Phase is how far a node's apply of a module is. With an attempt beside
+// it, it is the attempt's; without, it is what runs.
 type Phase string
 
 // The phases of a have.
 const (
+	// PhaseApplying: the attempt is under way; what ran before runs on.
 	PhaseApplying Phase = "applying"
-	PhaseRunning  Phase = "running"
-	PhaseFailed   Phase = "failed"
-	PhaseRefused  Phase = "refused"
+	// PhaseRunning: what the have names runs, supervised.
+	PhaseRunning Phase = "running"
+	// PhaseFailed: the attempt was not applied (with an attempt), or the
+	// process of what runs ended and waits for its restart (without one).
+	PhaseFailed Phase = "failed"
+	// PhaseRefused: the attempt is never applied; what ran before runs on.
+	PhaseRefused Phase = "refused"
+	// PhaseRolledBack: the attempt ran and did not pass its health in
+	// time, so the version that last ran healthy runs again.
+	PhaseRolledBack Phase = "rolled-back"
 )
 
-// Health is what a module's health check last said.
+// Health is what the health check of what runs last said; unhealthy
+// whenever its process has ended.
 type Health string
 
 // The healths of a have.
@@ -131,19 +141,38 @@ const (
 	Unknown   Health = "unknown"
 )
 
-// Have is have.<node>.<module>, the node agent's.
+// Have is have.<node>.<module>, the node agent's. Its fingerprint, digest
+// and health are always what runs; an apply under way, failed, refused or
+// rolled back is named beside them as the attempt.
 type Have struct {
 	Fingerprint string    `json:"fingerprint"`
 	Digest      string    `json:"digest"`
 	Phase       Phase     `json:"phase"`
 	Health      Health    `json:"health"`
 	Reason      string    `json:"reason,omitempty"`
+	Attempt     Attempt   `json:"attempt,omitzero"`
 	At          time.Time `json:"at"`
 }
 
-// RunsHealthy is whether the have shows fingerprint running and healthy.
+// Attempt is the version a have's phase speaks of when it is not what
+// runs; its zero value is none.
+type Attempt struct {
+	Fingerprint string `json:"fingerprint"`
+	Digest      string `json:"digest"`
+}
+
+// RunsHealthy is whether the have shows fingerprint running and healthy:
+// the health is always that of what runs, whatever the attempt beside it.
 func (h Have) RunsHealthy(fingerprint string) bool {
-	return h.Phase == PhaseRunning && h.Health == Healthy && h.Fingerprint == fingerprint
+	return fingerprint != "" && h.Fingerprint == fingerprint && h.Health == Healthy && (h.Phase != PhaseFailed || h.Attempt != Attempt{})
+}
+
+// RolledBackFrom is the fingerprint the node went back from, or "".
+func (h Have) RolledBackFrom() string {
+	if h.Phase != PhaseRolledBack {
+		return ""
+	}
+	return h.Attempt.Fingerprint
 }
 
 // DecodeRegistration reads a module's registration strictly; every name in it

@@ -28,6 +28,9 @@ func TestDecodeDocuments(t *testing.T) {
 		{"want of a bad digest", `{"fingerprint":"f1","digest":"md5:00","owner":"rules","at":"2026-01-02T03:04:05Z"}`, wantDecode, false},
 		{"want twice named", `{"fingerprint":"f1","fingerprint":"f2","digest":"` + digest + `","owner":"rules","at":"2026-01-02T03:04:05Z"}`, wantDecode, false},
 		{"have", `{"fingerprint":"f1","digest":"` + digest + `","phase":"running","health":"healthy","at":"2026-01-02T03:04:05Z"}`, haveDecode, true},
+		{"have rolled back", `{"fingerprint":"f1","digest":"` + digest + `","phase":"rolled-back","health":"healthy","reason":"f2 failed","attempt":{"fingerprint":"f2","digest":"` + digest + `"},"at":"2026-01-02T03:04:05Z"}`, haveDecode, true},
+		{"have of an attempt without a digest", `{"fingerprint":"f1","digest":"` + digest + `","phase":"applying","health":"healthy","attempt":{"fingerprint":"f2","digest":""},"at":"2026-01-02T03:04:05Z"}`, haveDecode, false},
+		{"have of an attempt with an unknown field", `{"fingerprint":"f1","digest":"` + digest + `","phase":"applying","health":"healthy","attempt":{"fingerprint":"f2","digest":"` + digest + `","x":1},"at":"2026-01-02T03:04:05Z"}`, haveDecode, false},
 		{"have of a bad phase", `{"fingerprint":"f1","digest":"","phase":"sleeping","health":"healthy","at":"2026-01-02T03:04:05Z"}`, haveDecode, false},
 		{"composed inline", `{"module":"web","fingerprint":"f1","node":"n1","digest":"` + digest + `","envelope":"YWJj","size":3}`, composedDecode, true},
 		{"composed of a wrong size", `{"module":"web","fingerprint":"f1","node":"n1","digest":"` + digest + `","envelope":"YWJj","size":4}`, composedDecode, false},
@@ -70,6 +73,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"module":"web","nodes":["n1"],"providers":[],"holdsData":false}`))
 	f.Add([]byte(`{"fingerprint":"f1","digest":"sha256:` + strings.Repeat("0", 64) + `","owner":"rules","at":"2026-01-02T03:04:05Z"}`))
 	f.Add([]byte(`{"module":"web","fingerprint":"f1","node":"n1","digest":"sha256:` + strings.Repeat("0", 64) + `","envelope":"YWJj","size":3}`))
+	f.Add([]byte(`{"fingerprint":"f1","digest":"","phase":"rolled-back","health":"healthy","attempt":{"fingerprint":"f2","digest":"sha256:` + strings.Repeat("0", 64) + `"},"at":"2026-01-02T03:04:05Z"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if r, err := DecodeRegistration(raw); err == nil {
 			if _, err := DecodeRegistration(Encode(r)); err != nil {
@@ -84,7 +88,11 @@ func FuzzDecode(f *testing.F) {
 		_, _ = DecodeBuild(raw)
 		_, _ = DecodeHold(raw)
 		_, _ = DecodeGrant(raw)
-		_, _ = DecodeHave(raw)
+		if h, err := DecodeHave(raw); err == nil {
+			if _, err := DecodeHave(Encode(h)); err != nil {
+				t.Fatalf("have %+v does not decode again: %v", h, err)
+			}
+		}
 		_, _ = DecodeComposed(raw)
 	})
 }

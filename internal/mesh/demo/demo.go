@@ -146,7 +146,7 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 		}
 		w.addrs[n] = addr
 		a := &agent.Agent{Node: n, Bus: b, Trust: keys.Trust, Layout: agent.Layout{Root: filepath.Join(s.Dir, n)}, Grace: 2 * time.Second,
-			HealthWithin: 5 * time.Second, Tick: 200 * time.Millisecond, Output: s.Logs, Logger: logger.With(slog.String("node", n))}
+			HealthWithin: healthWithin, Tick: 200 * time.Millisecond, Output: s.Logs, Logger: logger.With(slog.String("node", n))}
 		run("agent "+n, a.Run)
 		stops = append(stops, a.Stop)
 	}
@@ -171,6 +171,10 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 	s.say("The assigner, the watchman and the view watch the bus.")
 	return w, stop, nil
 }
+
+// healthWithin is how long the story's agents give a version to pass its
+// check before they go back to the one before.
+const healthWithin = 3 * time.Second
 
 func (s Story) say(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
 

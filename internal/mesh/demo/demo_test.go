@@ -24,8 +24,9 @@ func TestMain(m *testing.M) {
 
 // TestTheStory tells the delivery and holds each step to what it says: the
 // canary first and the others once it is healthy, the revision delivered,
-// a failing build stuck on the canary with a stall said and no other node
-// moving, a put by hand left alone by the assigner, and compositions
+// a failing build rolled back on the canary with no other node moving, a
+// put of it by hand rolled back too, left alone by the assigner, stuck
+// and said a stall, and compositions
 // signed by an unknown key or altered by a byte refused on every node.
 func TestTheStory(t *testing.T) { tellTheStory(t, "") }
 
@@ -49,10 +50,12 @@ func tellTheStory(t *testing.T, url string) {
 		`n1, the canary, applied f1 first: it answers "f1"`,
 		`n2 followed once the canary was healthy: it answers "f1"`,
 		"revision rev-1 is delivered",
-		"n1 is stuck on f2",
-		"The watchman: a stall",
+		`n1 applied f2, which did not pass its health within 3s: it went back to f1 by itself and answers "f1"`,
+		"The assigner takes f2 as failed on n1",
 		`n3 did not move: it still runs f1 and answers "f1"`,
-		"n3 runs f2 as put",
+		"n3 tried f2 as put, and it went back to f1 too",
+		"n3 is stuck on f2",
+		"The watchman: a stall",
 		"every node is given f3, signed by a key no node trusts",
 		`n2 refused it (the composition does not verify`,
 		"every node is given f4, altered by one byte",

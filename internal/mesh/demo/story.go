@@ -17,8 +17,8 @@ import (
 )
 
 // tell walks the delivery: a build delivered canary first, a build whose
-// check fails stuck on the canary with no other node moving, and a put by
-// hand on one node.
+// check fails rolled back on the canary with no other node moving, and a
+// put of it by hand on one node, rolled back there too and stuck.
 func (w *world) tell(ctx context.Context) error {
 	reg, _ := bus.ModuleKey(module)
 	if err := w.put(ctx, w.bus.Modules, reg, bus.Registration{Module: module, Nodes: w.nodes, Providers: []string{}}); err != nil {
@@ -61,53 +61,64 @@ func (w *world) tell(ctx context.Context) error {
 	w.s.say("  The view: revision rev-1 is delivered.")
 
 	// 2. A build whose check fails on the canary.
-	stalls, err := w.nc.SubscribeSync("mesh.events.stall")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = stalls.Unsubscribe() }()
 	if err := w.build(ctx, "rev-2", "f2", false); err != nil {
 		return err
 	}
 	w.s.say("\nCI's build f2 is done; on the canary its health check fails.")
-	if _, err := w.waitHave(ctx, w.nodes[0], "f2", false); err != nil {
+	if err := w.waitBack(ctx, w.nodes[0], "f2", time.Time{}); err != nil {
 		return err
 	}
-	w.s.say("  %s applied f2, and it runs unhealthy.", w.nodes[0])
-	if err := w.waitView(ctx, "the canary stuck", func(p view.Picture) bool { return stateOf(p, w.nodes[0]) == view.StateStuck }); err != nil {
+	w.s.say("  %s applied f2, which did not pass its health within %s: it went back to f1 by itself and answers %q.",
+		w.nodes[0], healthWithin, w.serves(w.nodes[0]))
+	if err := waitFor(ctx, w.nodes[0]+" wanting f1 again", func() bool { want, _ := w.want(ctx, w.nodes[0]); return want.Fingerprint == "f1" }); err != nil {
 		return err
 	}
-	w.s.say("  The view: %s is stuck on f2 (no progress for %s).", w.nodes[0], w.s.StuckAfter)
-	m, err := stalls.NextMsg(time.Minute)
-	if err != nil {
-		return fmt.Errorf("the watchman said no stall: %w", err)
-	}
-	w.s.say("  The watchman: a stall on mesh.events.stall, %s.", m.Data)
+	w.s.say("  The assigner takes f2 as failed on %s and wants f1 there again.", w.nodes[0])
 	for _, n := range w.nodes[1:] {
 		if want, _ := w.want(ctx, n); want.Fingerprint != "f1" {
-			return fmt.Errorf("%s was given %s while the canary was stuck on it", n, want.Fingerprint)
+			return fmt.Errorf("%s was given %s while the canary went back from it", n, want.Fingerprint)
 		}
 		w.s.say("  %s did not move: it still runs f1 and answers %q.", n, w.serves(n))
 	}
 
 	// 3. A put by hand on one node.
+	stalls, err := w.nc.SubscribeSync("mesh.events.stall")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stalls.Unsubscribe() }()
 	last := w.nodes[len(w.nodes)-1]
 	entry, _, err := w.bus.ReadComposition(ctx, last, module, "f2")
 	if err != nil {
 		return err
 	}
 	key, _ := bus.WantKey(last, module)
-	if err := w.put(ctx, w.bus.Wants, key, bus.Want{Fingerprint: "f2", Digest: entry.Digest, Owner: bus.PutOwner("demo"), At: time.Now().UTC()}); err != nil {
+	given := time.Now().UTC()
+	if err := w.put(ctx, w.bus.Wants, key, bus.Want{Fingerprint: "f2", Digest: entry.Digest, Owner: bus.PutOwner("demo"), At: given}); err != nil {
 		return err
 	}
 	w.s.say("\nAn operator puts f2 on %s by hand (owner put:demo), past the rules.", last)
-	if _, err := w.waitHave(ctx, last, "f2", false); err != nil {
+	if err := w.waitBack(ctx, last, "f2", given); err != nil {
 		return err
 	}
 	if want, _ := w.want(ctx, last); want.Owner != bus.PutOwner("demo") {
 		return fmt.Errorf("the assigner wrote over the put: %+v", want)
 	}
-	w.s.say("  %s runs f2 as put, and the assigner leaves the put alone.", last)
+	w.s.say("  %s tried f2 as put, and it went back to f1 too; the assigner leaves the put alone.", last)
+	if err := w.waitView(ctx, last+" stuck", func(p view.Picture) bool { return stateOf(p, last) == view.StateStuck }); err != nil {
+		return err
+	}
+	w.s.say("  The view: %s is stuck on f2 (no progress for %s).", last, w.s.StuckAfter)
+	for {
+		m, err := stalls.NextMsg(time.Minute)
+		if err != nil {
+			return fmt.Errorf("the watchman said no stall: %w", err)
+		}
+		if strings.Contains(string(m.Data), `"node":"`+last+`"`) {
+			w.s.say("  The watchman: a stall on mesh.events.stall, %s.", m.Data)
+			break
+		}
+	}
 
 	// 4. Hand wants of compositions no node may apply.
 	if err := w.refusals(ctx); err != nil {
@@ -231,6 +242,27 @@ func (w *world) want(ctx context.Context, node string) (bus.Want, error) {
 		return bus.Want{}, err
 	}
 	return bus.DecodeWant(entry.Value())
+}
+
+// waitBack waits until node's have says it went back to f1 from
+// fingerprint, written after since.
+func (w *world) waitBack(ctx context.Context, node, fingerprint string, since time.Time) error {
+	key, _ := bus.HaveKey(node, module)
+	var last bus.Have
+	err := waitFor(ctx, fmt.Sprintf("%s back from %s", node, fingerprint), func() bool {
+		entry, err := w.bus.Haves.Get(ctx, key)
+		if err != nil {
+			return false
+		}
+		if last, err = bus.DecodeHave(entry.Value()); err != nil {
+			return false
+		}
+		return last.RolledBackFrom() == fingerprint && last.Fingerprint == "f1" && last.Health == bus.Healthy && last.At.After(since)
+	})
+	if err != nil {
+		return fmt.Errorf("%w; last have %+v", err, last)
+	}
+	return nil
 }
 
 // waitHave waits until node's have runs fingerprint, healthy or not as

@@ -49,6 +49,9 @@ func Render(w io.Writer, p Picture, now time.Time, colour bool) error {
 			if h.Digest != c.Want.Digest && h.Fingerprint == c.Want.Fingerprint {
 				have += " (another composition)"
 			}
+			if h.Attempt.Fingerprint != "" {
+				have += " (attempt " + short(h.Attempt.Fingerprint) + ")"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\n", c.Module, c.Node, want, have, paint(c.State), now.Sub(c.Since).Round(time.Second))
 	}
