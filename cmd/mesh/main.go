@@ -63,9 +63,9 @@ func variablesOf(command string) []settings.Variable {
 	case "put":
 		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, replicas}
 	case "view":
-		return []settings.Variable{natsURL, natsCreds, natsNkey, stuckAfter, viewTick, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, stuckAfter, onlineWindow, viewTick, replicas}
 	case "status":
-		return []settings.Variable{natsURL, natsCreds, natsNkey, stuckAfter, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, stuckAfter, onlineWindow, replicas}
 	case "source":
 		return []settings.Variable{natsURL, natsCreds, natsNkey, replicas}
 	case "watchman":

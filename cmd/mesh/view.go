@@ -98,6 +98,7 @@ func viewCommand(in invocation) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env := settings.New(in.getenv)
 			after := env.Duration(stuckAfter.Name, view.DefaultStuckAfter)
+			window := env.Duration(onlineWindow.Name, view.DefaultOnlineWindow)
 			every := env.Duration(viewTick.Name, 15*time.Second)
 			count := env.PositiveInt(replicas.Name, 1)
 			if err := env.Err(); err != nil {
@@ -113,8 +114,8 @@ func viewCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}
-			v.StuckAfter, v.Now = after, in.now
-			in.logger.Info("mesh view started", slog.Duration("stuckAfter", after))
+			v.StuckAfter, v.OnlineWindow, v.Now = after, window, in.now
+			in.logger.Info("mesh view started", slog.Duration("stuckAfter", after), slog.Duration("onlineWindow", window))
 			if err := v.Run(ctx, every); err != nil && !errors.Is(err, ctx.Err()) {
 				return fail(in, 1, "the view stopped", err)
 			}
@@ -135,6 +136,7 @@ func statusCommand(in invocation) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env := settings.New(in.getenv)
 			after := env.Duration(stuckAfter.Name, view.DefaultStuckAfter)
+			window := env.Duration(onlineWindow.Name, view.DefaultOnlineWindow)
 			count := env.PositiveInt(replicas.Name, 1)
 			if err := env.Err(); err != nil {
 				return fail(in, 2, "bad configuration", err)
@@ -149,7 +151,7 @@ func statusCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}
-			v.StuckAfter, v.Now = after, in.now
+			v.StuckAfter, v.OnlineWindow, v.Now = after, window, in.now
 			p, err := v.Look(ctx)
 			if err != nil {
 				return fail(in, 1, "cannot read the bus", err)

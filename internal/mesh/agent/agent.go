@@ -381,10 +381,17 @@ func (a *Agent) writeHave(ctx context.Context, module string, h bus.Have) {
 	a.put(ctx, module, h)
 }
 
-// put writes h as module's have; the caller holds writing.
+// put writes h as module's have; the caller holds writing. Its Since
+// stays while what it says does not change, so a heartbeat is no
+// progress to the view.
 func (a *Agent) put(ctx context.Context, module string, h bus.Have) {
 	h.At = a.Now().UTC()
 	a.mu.Lock()
+	if before, ok := a.haves[module]; ok && before.Says(h) && !before.Since.IsZero() {
+		h.Since = before.Since
+	} else {
+		h.Since = h.At
+	}
 	a.haves[module] = h
 	a.mu.Unlock()
 	key, err := bus.HaveKey(a.Node, module)

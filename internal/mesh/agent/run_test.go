@@ -347,7 +347,8 @@ func TestADataModuleIsBackedUpBeforeItIsApplied(t *testing.T) {
 }
 
 // TestAHaveIsWrittenAgainAsAHeartbeat: a module that runs steadily has its
-// have written again, unchanged but its time, so its node stays online.
+// have written again, unchanged but its time, so its node stays online;
+// its since stays, so the view sees no progress in it.
 func TestAHaveIsWrittenAgainAsAHeartbeat(t *testing.T) {
 	n := newNode(t)
 	n.heartbeat = 300 * time.Millisecond
@@ -356,7 +357,7 @@ func TestAHaveIsWrittenAgainAsAHeartbeat(t *testing.T) {
 	n.want("f1", d1)
 	first := n.have("f1 running healthy", running("f1"))
 	again := n.have("the same have written again", func(h bus.Have) bool { return running("f1")(h) && h.At.After(first.At) })
-	if again.Digest != first.Digest || again.Phase != first.Phase || again.Health != first.Health || again.Reason != first.Reason {
+	if again.Digest != first.Digest || again.Phase != first.Phase || again.Health != first.Health || again.Reason != first.Reason || !again.Since.Equal(first.Since) {
 		t.Fatalf("the heartbeat changed the have: %+v, was %+v", again, first)
 	}
 }

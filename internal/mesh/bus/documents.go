@@ -151,7 +151,11 @@ type Have struct {
 	Health      Health    `json:"health"`
 	Reason      string    `json:"reason,omitempty"`
 	Attempt     Attempt   `json:"attempt,omitzero"`
-	At          time.Time `json:"at"`
+	// Since is when what the have says last changed: a have written
+	// again unchanged, as a heartbeat, keeps it. Zero from an agent that
+	// does not say it.
+	Since time.Time `json:"since,omitzero"`
+	At    time.Time `json:"at"`
 }
 
 // Attempt is the version a have's phase speaks of when it is not what
@@ -159,6 +163,21 @@ type Have struct {
 type Attempt struct {
 	Fingerprint string `json:"fingerprint"`
 	Digest      string `json:"digest"`
+}
+
+// Says is whether h says what other says, whenever each was written.
+func (h Have) Says(other Have) bool {
+	h.At, h.Since, other.At, other.Since = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return h == other
+}
+
+// Changed is when what the have says last changed: Since, or where the
+// writer does not say it, At.
+func (h Have) Changed() time.Time {
+	if h.Since.IsZero() {
+		return h.At
+	}
+	return h.Since
 }
 
 // RunsHealthy is whether the have shows fingerprint running and healthy:

@@ -3,6 +3,7 @@ package view
 import (
 	"cmp"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -13,6 +14,10 @@ import (
 // DefaultStuckAfter is STUCK_AFTER's default: how long a module on a node
 // may go without progress before it is stuck.
 const DefaultStuckAfter = 10 * time.Minute
+
+// DefaultOnlineWindow is ONLINE_WINDOW's default, the assigner's: a node
+// that wrote a have this recently is online.
+const DefaultOnlineWindow = 2 * time.Minute
 
 // Place is one module on one node.
 type Place = bus.Place
@@ -38,8 +43,8 @@ type Cell struct {
 	Want  bus.Want
 	Have  *bus.Have // nil when the node wrote none
 	State State
-	// Since is the last progress: the later of the want's and the have's
-	// time.
+	// Since is the last progress: the later of the want's time and when
+	// the have last changed (a heartbeat is no progress).
 	Since time.Time
 }
 
@@ -47,29 +52,45 @@ type Cell struct {
 type Picture struct {
 	// Revision is source.main's; "" when CI wrote none.
 	Revision string
-	// Delivered is whether every want of every module the revision names
-	// is that module's fingerprint there and every such have equals its
-	// want, running and healthy.
+	// Delivered is whether every registered node of every module the
+	// revision names, and every node that wants one, runs the module's
+	// fingerprint there as its want names it, healthy, or is offline.
 	Delivered bool
-	Cells     []Cell
+	// Offline is the nodes the revision was delivered without, sorted:
+	// offline, and not running it.
+	Offline []string
+	Cells   []Cell
 }
 
-// Judge is the picture of src, the wants and the haves at now. A place is
-// one a want names; a have no want names is not judged.
-func Judge(src Source, wants map[Place]bus.Want, haves map[Place]bus.Have, now time.Time, stuckAfter time.Duration) Picture {
-	p := Picture{Revision: src.Revision}
-	for place, w := range wants {
+// Input is everything Judge reads, as plain values.
+type Input struct {
+	Source        Source
+	Registrations []bus.Registration
+	Wants         map[Place]bus.Want
+	Haves         map[Place]bus.Have
+	Now           time.Time
+	StuckAfter    time.Duration
+	// OnlineWindow is DefaultOnlineWindow when zero.
+	OnlineWindow time.Duration
+}
+
+// Judge is the picture of the source, the registrations, the wants and the
+// haves at now. A place is one a want names; a have no want names is not
+// judged.
+func Judge(in Input) Picture {
+	p := Picture{Revision: in.Source.Revision}
+	for place, w := range in.Wants {
 		c := Cell{Place: place, Want: w, Since: w.At}
-		if h, ok := haves[place]; ok {
+		if h, ok := in.Haves[place]; ok {
 			c.Have = &h
-			if h.At.After(c.Since) {
-				c.Since = h.At
+			if changed := h.Changed(); changed.After(c.Since) {
+				c.Since = changed
 			}
 		}
 		switch {
 		case c.Have != nil && c.Have.Digest == w.Digest && c.Have.RunsHealthy(w.Fingerprint):
 			c.State = StateSettled
-		case now.Sub(c.Since) >= stuckAfter:
+		case in.Now.Sub(c.Since) >= in.StuckAfter:
 			c.State = StateStuck
 		default:
 			c.State = StateMoving
@@ -79,28 +100,71 @@ func Judge(src Source, wants map[Place]bus.Want, haves map[Place]bus.Have, now t
 	slices.SortFunc(p.Cells, func(a, b Cell) int {
 		return cmp.Or(cmp.Compare(a.Module, b.Module), cmp.Compare(a.Node, b.Node))
 	})
-	p.Delivered = delivered(src, p.Cells)
+	p.Delivered, p.Offline = delivered(in, p.Cells)
 	return p
 }
 
-// delivered holds a revision to every place of every module it names; a
-// module it names that no node wants is not delivered anywhere.
-func delivered(src Source, cells []Cell) bool {
-	if src.Revision == "" {
-		return false
+// delivered holds a revision to every node of every module it names: each
+// registered node and each node that wants the module runs its fingerprint
+// settled at its want, or is offline (it wrote no have within the window)
+// and is named. A registered node that is online and has no want yet
+// holds the revision back, and so does a module it names that is not
+// registered (the assigner may not have got to it) or that runs nowhere.
+func delivered(in Input, cells []Cell) (bool, []string) {
+	if in.Source.Revision == "" {
+		return false, nil
 	}
-	wanted := map[string]bool{}
+	window := in.OnlineWindow
+	if window <= 0 {
+		window = DefaultOnlineWindow
+	}
+	online := map[string]bool{}
+	for place, h := range in.Haves {
+		if !h.At.Before(in.Now.Add(-window)) {
+			online[place.Node] = true
+		}
+	}
+	nodes := map[string]map[string]bool{} // module → its nodes
+	for _, r := range in.Registrations {
+		if _, named := in.Source.Modules[r.Module]; named {
+			nodes[r.Module] = map[string]bool{}
+			for _, n := range r.Nodes {
+				nodes[r.Module][n] = true
+			}
+		}
+	}
+	if len(nodes) != len(in.Source.Modules) {
+		return false, nil
+	}
 	for _, c := range cells {
-		fp, named := src.Modules[c.Module]
-		if !named {
-			continue
+		if ns, named := nodes[c.Module]; named {
+			ns[c.Node] = true
 		}
-		if c.Want.Fingerprint != fp || c.State != StateSettled {
-			return false
-		}
-		wanted[c.Module] = true
 	}
-	return len(wanted) == len(src.Modules)
+	settled := map[Place]bool{}
+	for _, c := range cells {
+		if c.Want.Fingerprint == in.Source.Modules[c.Module] && c.State == StateSettled {
+			settled[c.Place] = true
+		}
+	}
+	offline := map[string]bool{}
+	for module, ns := range nodes {
+		runs := false
+		for n := range ns {
+			switch {
+			case settled[Place{Node: n, Module: module}]:
+				runs = true
+			case !online[n]:
+				offline[n] = true
+			default:
+				return false, nil
+			}
+		}
+		if !runs {
+			return false, nil // offline everywhere is delivered nowhere
+		}
+	}
+	return true, slices.Sorted(maps.Keys(offline))
 }
 
 // Kind is what an event says.
@@ -117,13 +181,16 @@ const (
 // Event is one thing the view says, once: a revision delivered, or a place
 // moving, settled or stuck at one composition.
 type Event struct {
-	What        Kind      `json:"kind"`
-	Revision    string    `json:"revision,omitempty"`
-	Node        string    `json:"node,omitempty"`
-	Module      string    `json:"module,omitempty"`
-	Fingerprint string    `json:"fingerprint,omitempty"`
-	Digest      string    `json:"digest,omitempty"`
-	Since       time.Time `json:"since"`
+	What        Kind   `json:"kind"`
+	Revision    string `json:"revision,omitempty"`
+	Node        string `json:"node,omitempty"`
+	Module      string `json:"module,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Digest      string `json:"digest,omitempty"`
+	// Offline is, of a delivered revision, the nodes it was delivered
+	// without: offline and not running it.
+	Offline []string  `json:"offline,omitempty"`
+	Since   time.Time `json:"since"`
 }
 
 // ID is what makes the event once: per revision, or per place at one
@@ -143,8 +210,12 @@ func (e Event) Names() []string {
 
 // Attrs are its log line's fields.
 func (e Event) Attrs() []slog.Attr {
-	return []slog.Attr{slog.String("revision", e.Revision), slog.String("node", e.Node), slog.String("module", e.Module),
+	attrs := []slog.Attr{slog.String("revision", e.Revision), slog.String("node", e.Node), slog.String("module", e.Module),
 		slog.String("fingerprint", e.Fingerprint), slog.String("digest", e.Digest), slog.Time("since", e.Since)}
+	if len(e.Offline) > 0 {
+		attrs = append(attrs, slog.Any("offline", e.Offline))
+	}
+	return attrs
 }
 
 // Events is what a picture has to say; the view says each one whose ID it
@@ -162,7 +233,7 @@ func Events(p Picture) []Event {
 				since = c.Since
 			}
 		}
-		out = append(out, Event{What: KindDelivered, Revision: p.Revision, Since: since})
+		out = append(out, Event{What: KindDelivered, Revision: p.Revision, Offline: p.Offline, Since: since})
 	}
 	return out
 }

@@ -42,6 +42,13 @@ func TestJudgeAPlace(t *testing.T) {
 		{"running unhealthy for ten minutes", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now.Add(-10*time.Minute))), view.StateStuck},
 		{"failed long ago", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseFailed, bus.Unknown, t0)), view.StateStuck},
 		{"refused just now", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseRefused, bus.Unknown, now)), view.StateMoving},
+		{"unhealthy, said again just now, unchanged for ten minutes", want("f2", dB, t0), ptr(since(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now), now.Add(-10*time.Minute))), view.StateStuck},
+		{"unhealthy, changed a minute ago", want("f2", dB, t0), ptr(since(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now), now.Add(-time.Minute))), view.StateMoving},
+		{"rolled back to what the want names, healthy", want("f1", dA, t0), ptr(bus.Have{Fingerprint: "f1", Digest: dA, Phase: bus.PhaseRolledBack, Health: bus.Healthy,
+			Attempt: bus.Attempt{Fingerprint: "f2", Digest: dB}, At: t0}), view.StateSettled},
+		{"applying the want, what ran before healthy", want("f2", dB, t0), ptr(bus.Have{Fingerprint: "f1", Digest: dA, Phase: bus.PhaseApplying, Health: bus.Healthy,
+			Attempt: bus.Attempt{Fingerprint: "f2", Digest: dB}, At: now}), view.StateMoving},
+		{"its process ended, health not yet said", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseFailed, bus.Healthy, now)), view.StateMoving},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,7 +57,7 @@ func TestJudgeAPlace(t *testing.T) {
 			if c.have != nil {
 				haves[place] = *c.have
 			}
-			p := view.Judge(view.Source{}, map[view.Place]bus.Want{place: c.want}, haves, now, view.DefaultStuckAfter)
+			p := view.Judge(view.Input{Wants: map[view.Place]bus.Want{place: c.want}, Haves: haves, Now: now, StuckAfter: view.DefaultStuckAfter})
 			if len(p.Cells) != 1 || p.Cells[0].State != c.is {
 				t.Fatalf("%+v, want %s", p.Cells, c.is)
 			}
@@ -59,6 +66,12 @@ func TestJudgeAPlace(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// since is h, saying what it says since at.
+func since(h bus.Have, at time.Time) bus.Have {
+	h.Since = at
+	return h
+}
 
 func at(node, module string) view.Place { return view.Place{Node: node, Module: module} }
 
@@ -71,31 +84,52 @@ func TestDelivered(t *testing.T) {
 	allHaves := map[view.Place]bus.Have{
 		at("n1", "web"): settled("f2", dB), at("n2", "web"): settled("f2", dB), at("n1", "db"): settled("g1", dA),
 	}
+	regs := []bus.Registration{{Module: "web", Nodes: []string{"n1", "n2"}}, {Module: "db", Nodes: []string{"n1"}}}
+	withN3 := []bus.Registration{{Module: "web", Nodes: []string{"n1", "n2", "n3"}}, {Module: "db", Nodes: []string{"n1"}}}
+	n3Online := with(allHaves, at("n3", "db"), have("", "", bus.PhaseRunning, bus.Unknown, t0))
 	cases := []struct {
 		name      string
 		src       view.Source
+		regs      []bus.Registration
 		wants     map[view.Place]bus.Want
 		haves     map[view.Place]bus.Have
 		delivered bool
+		offline   []string
 	}{
-		{"every want the revision's and every have its want", src, all, allHaves, true},
-		{"no source revision", view.Source{}, all, allHaves, false},
-		{"one node still runs the fingerprint before", src, all, with(allHaves, at("n2", "web"), settled("f1", dA)), false},
-		{"one want is not the revision's fingerprint", src, with(all, at("n2", "web"), want("f1", dA, t0)),
-			with(allHaves, at("n2", "web"), settled("f1", dA)), false},
-		{"a module the revision names no node wants", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2", "db": "g1", "cache": "h1"}}, all, allHaves, false},
+		{"every want the revision's and every have its want", src, regs, all, allHaves, true, nil},
+		{"no source revision", view.Source{}, regs, all, allHaves, false, nil},
+		{"one node still runs the fingerprint before", src, regs, all, with(allHaves, at("n2", "web"), settled("f1", dA)), false, nil},
+		{"one want is not the revision's fingerprint", src, regs, with(all, at("n2", "web"), want("f1", dA, t0)),
+			with(allHaves, at("n2", "web"), settled("f1", dA)), false, nil},
+		{"a module the revision names no node wants", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2", "db": "g1", "cache": "h1"}},
+			append(regs, bus.Registration{Module: "cache", Nodes: []string{"n1"}}), all, allHaves, false, nil},
+		{"a module the revision names is not registered", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2", "db": "g1", "cache": "h1"}},
+			regs, all, allHaves, false, nil},
 		{"a module the revision does not name is not held to it", view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}},
-			all, with(allHaves, at("n1", "db"), have("g1", dA, bus.PhaseFailed, bus.Unknown, t0)), true},
+			regs, all, with(allHaves, at("n1", "db"), have("g1", dA, bus.PhaseFailed, bus.Unknown, t0)), true, nil},
+		{"a registered node online with no want yet", src, withN3, all, n3Online, false, nil},
+		{"a registered node offline with no want: delivered without it, named", src, withN3, all, allHaves, true, []string{"n3"}},
+		{"every node offline: delivered nowhere", src, regs, all, map[view.Place]bus.Have{}, false, nil},
+		{"a node long silent is offline", src, withN3, all, with(allHaves, at("n3", "db"), have("", "", bus.PhaseRunning, bus.Unknown, t0.Add(-time.Hour))), true, []string{"n3"}},
+		{"a registered node online, wanting it and not settled", src, withN3, with(all, at("n3", "web"), want("f2", dB, t0)),
+			with(n3Online, at("n3", "web"), have("f1", dA, bus.PhaseRunning, bus.Healthy, t0)), false, nil},
+		{"an unregistered node that wants it online and not settled", src, regs, with(all, at("n3", "web"), want("f2", dB, t0)),
+			with(n3Online, at("n3", "web"), have("f1", dA, bus.PhaseRunning, bus.Healthy, t0)), false, nil},
+		{"a node rolled back, online", src, regs, all, with(allHaves, at("n2", "web"), bus.Have{Fingerprint: "f1", Digest: dA, Phase: bus.PhaseRolledBack,
+			Health: bus.Healthy, Attempt: bus.Attempt{Fingerprint: "f2", Digest: dB}, At: t0}), false, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := view.Judge(c.src, c.wants, c.haves, t0.Add(time.Minute), view.DefaultStuckAfter)
-			if p.Delivered != c.delivered {
-				t.Fatalf("delivered %v, want %v: %+v", p.Delivered, c.delivered, p.Cells)
+			p := view.Judge(view.Input{Source: c.src, Registrations: c.regs, Wants: c.wants, Haves: c.haves, Now: t0.Add(time.Minute), StuckAfter: view.DefaultStuckAfter})
+			if p.Delivered != c.delivered || !slices.Equal(p.Offline, c.offline) {
+				t.Fatalf("delivered %v without %v, want %v without %v: %+v", p.Delivered, p.Offline, c.delivered, c.offline, p.Cells)
 			}
 			var kinds []view.Kind
 			for _, e := range view.Events(p) {
 				kinds = append(kinds, e.What)
+				if e.What == view.KindDelivered && !slices.Equal(e.Offline, c.offline) {
+					t.Fatalf("the delivered event names offline %v", e.Offline)
+				}
 			}
 			if slices.Contains(kinds, view.KindDelivered) != c.delivered {
 				t.Fatalf("events %v", kinds)
@@ -131,9 +165,10 @@ func TestEventIDs(t *testing.T) {
 
 func TestRender(t *testing.T) {
 	place := view.Place{Node: "n1", Module: "web"}
-	p := view.Judge(view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}},
-		map[view.Place]bus.Want{place: {Fingerprint: "f2", Digest: dB, Owner: bus.PutOwner("op"), At: t0}},
-		map[view.Place]bus.Have{place: have("f2", dB, bus.PhaseRunning, bus.Healthy, t0)}, t0.Add(time.Minute), view.DefaultStuckAfter)
+	p := view.Judge(view.Input{Source: view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}},
+		Registrations: []bus.Registration{{Module: "web", Nodes: []string{"n1"}}},
+		Wants:         map[view.Place]bus.Want{place: {Fingerprint: "f2", Digest: dB, Owner: bus.PutOwner("op"), At: t0}},
+		Haves:         map[view.Place]bus.Have{place: have("f2", dB, bus.PhaseRunning, bus.Healthy, t0)}, Now: t0.Add(time.Minute), StuckAfter: view.DefaultStuckAfter})
 	var plain, coloured bytes.Buffer
 	if err := view.Render(&plain, p, t0.Add(time.Minute), false); err != nil {
 		t.Fatal(err)

@@ -22,38 +22,38 @@ type View struct {
 	Sources    jetstream.KeyValue
 	Teller     *said.Teller
 	StuckAfter time.Duration
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// OnlineWindow is the assigner's: a node with no have this recent is
+	// offline, and a revision is delivered without it.
+	OnlineWindow time.Duration
+	Now          func() time.Time
+	Logger       *slog.Logger
 
 	// seen is each place's have as the view last read it, and when that
-	// have was first written: an agent writes an unchanged have again as
-	// its heartbeat, which is no progress.
+	// have was first written, for an agent that does not say when its have
+	// last changed: it writes an unchanged have again as its heartbeat,
+	// which is no progress.
 	mu   sync.Mutex
-	seen map[bus.Place]seenHave
+	seen map[bus.Place]bus.Have
 }
 
-type seenHave struct {
-	have bus.Have // At zero
-	at   time.Time
-}
-
-// progressed is the haves with each one's time the time it last changed.
+// progressed is the haves, each that does not say since when it says what
+// it says given the time the view first read it so.
 func (v *View) progressed(haves map[bus.Place]bus.Have) map[bus.Place]bus.Have {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.seen == nil {
-		v.seen = map[bus.Place]seenHave{}
+		v.seen = map[bus.Place]bus.Have{}
 	}
 	out := make(map[bus.Place]bus.Have, len(haves))
 	for p, h := range haves {
-		content := h
-		content.At = time.Time{}
-		s, ok := v.seen[p]
-		if !ok || s.have != content {
-			s = seenHave{have: content, at: h.At}
-			v.seen[p] = s
+		if h.Since.IsZero() {
+			s, ok := v.seen[p]
+			if !ok || !s.Says(h) {
+				s = h
+				v.seen[p] = s
+			}
+			h.Since = s.At
 		}
-		h.At = s.at
 		out[p] = h
 	}
 	return out
@@ -70,11 +70,12 @@ func Open(ctx context.Context, js jetstream.JetStream, b *bus.Bus, replicas int,
 	if err != nil {
 		return nil, err
 	}
-	return &View{JS: js, Bus: b, Sources: sources, Teller: teller, StuckAfter: DefaultStuckAfter, Now: time.Now, Logger: logger}, nil
+	return &View{JS: js, Bus: b, Sources: sources, Teller: teller, StuckAfter: DefaultStuckAfter, OnlineWindow: DefaultOnlineWindow,
+		Now: time.Now, Logger: logger}, nil
 }
 
-// Look reads source.main, every want and every have, and judges them. A
-// document that does not decode is logged and left out.
+// Look reads source.main, the registrations, every want and every have,
+// and judges them. A document that does not decode is logged and left out.
 func (v *View) Look(ctx context.Context) (Picture, error) {
 	var src Source
 	switch entry, err := v.Sources.Get(ctx, SourceKey); {
@@ -99,7 +100,21 @@ func (v *View) Look(ctx context.Context) (Picture, error) {
 	if err != nil {
 		return Picture{}, err
 	}
-	return Judge(src, wants, v.progressed(haves), v.Now(), v.StuckAfter), nil
+	entries, err := bus.ReadAll(ctx, v.Bus.Modules)
+	if err != nil {
+		return Picture{}, err
+	}
+	var regs []bus.Registration
+	for key, raw := range entries {
+		r, err := bus.DecodeRegistration(raw)
+		if err != nil {
+			skipped(bus.ModulesBucket)(key, err)
+			continue
+		}
+		regs = append(regs, r)
+	}
+	return Judge(Input{Source: src, Registrations: regs, Wants: wants, Haves: v.progressed(haves), Now: v.Now(),
+		StuckAfter: v.StuckAfter, OnlineWindow: v.OnlineWindow}), nil
 }
 
 // Tell says each event of the picture that was not said before, and
@@ -120,7 +135,7 @@ func (v *View) Tell(ctx context.Context, p Picture) ([]Event, error) {
 	return told, failed
 }
 
-// Run looks and tells on every change of a want, a have or source.main, and
+// Run looks and tells on every change of a registration, a want, a have or source.main, and
 // every tick (a place turns stuck with time alone), until ctx ends.
 func (v *View) Run(ctx context.Context, tick time.Duration) error {
 	return bus.EveryChange(ctx, tick, func(ctx context.Context) {
@@ -131,5 +146,5 @@ func (v *View) Run(ctx context.Context, tick time.Duration) error {
 		if err != nil && ctx.Err() == nil {
 			v.Logger.Error("look failed", slog.String("error", err.Error()))
 		}
-	}, v.Bus.Wants, v.Bus.Haves, v.Sources)
+	}, v.Bus.Modules, v.Bus.Wants, v.Bus.Haves, v.Sources)
 }

@@ -30,7 +30,12 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	url := bustest.Embedded(t)
+	return newWorldAt(t, bustest.Embedded(t))
+}
+
+// newWorldAt is a world on the server at url.
+func newWorldAt(t *testing.T, url string) *world {
+	t.Helper()
 	nc, js := bustest.Connect(t, url)
 	return &world{t: t, js: js, nc: nc, bus: bustest.Open(t, url, 1), logs: &testenv.LogBuffer{}}
 }
@@ -115,6 +120,8 @@ func TestEachEventIsSaidOnce(t *testing.T) {
 	if err := view.WriteSource(context.Background(), sources, view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}, At: t0}); err != nil {
 		t.Fatal(err)
 	}
+	modKey, _ := bus.ModuleKey("web")
+	w.put(w.bus.Modules, modKey, bus.Registration{Module: "web", Nodes: []string{"n1", "n2"}, Providers: []string{}})
 	w.put(w.bus.Wants, key(bus.WantKey, "n1", "web"), want("f2", dB, t0))
 	w.put(w.bus.Wants, key(bus.WantKey, "n2", "web"), want("f2", dB, t0))
 	w.put(w.bus.Haves, key(bus.HaveKey, "n1", "web"), have("f2", dB, bus.PhaseApplying, bus.Unknown, t0))
@@ -232,5 +239,42 @@ func TestAHeartbeatIsNoProgress(t *testing.T) {
 	w.put(w.bus.Haves, key(bus.HaveKey, "n1", "web"), have("f2", dB, bus.PhaseApplying, bus.Unknown, now))
 	if got := look(); got != view.StateMoving {
 		t.Fatalf("%s after the have changed", got)
+	}
+}
+
+// TestDeliveredWaitsForEveryRegisteredNode, on the real server: a node
+// registered for the module and online holds the revision back until it
+// runs it, though it has no want yet; one that never wrote a have is
+// offline, and the revision is delivered without it, naming it.
+func TestDeliveredWaitsForEveryRegisteredNode(t *testing.T) {
+	w := newWorldAt(t, testenv.NewNATS(t).URL)
+	v := w.view(t0.Add(time.Minute))
+	if err := view.WriteSource(context.Background(), v.Sources, view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	modKey, _ := bus.ModuleKey("web")
+	w.put(w.bus.Modules, modKey, bus.Registration{Module: "web", Nodes: []string{"n1", "n2", "n3", "n4"}, Providers: []string{}})
+	for _, n := range []string{"n1", "n2"} {
+		w.put(w.bus.Wants, key(bus.WantKey, n, "web"), want("f2", dB, t0))
+		w.put(w.bus.Haves, key(bus.HaveKey, n, "web"), have("f2", dB, bus.PhaseRunning, bus.Healthy, t0))
+	}
+	// n3's agent is there; the assigner has not given it a want yet.
+	w.put(w.bus.Haves, key(bus.HaveKey, "n3", "web"), have("", "", bus.PhaseRunning, bus.Unknown, t0))
+	settled := []string{"settled/n1/web/" + dB, "settled/n2/web/" + dB}
+	if got := w.tell(v); !slices.Equal(got, settled) {
+		t.Fatalf("said %v, want %v", got, settled)
+	}
+	w.put(w.bus.Wants, key(bus.WantKey, "n3", "web"), want("f2", dB, t0))
+	if got := w.tell(v); !slices.Equal(got, []string{"moving/n3/web/" + dB}) {
+		t.Fatalf("said %v", got)
+	}
+	w.put(w.bus.Haves, key(bus.HaveKey, "n3", "web"), have("f2", dB, bus.PhaseRunning, bus.Healthy, t0))
+	if got := w.tell(v); !slices.Equal(got, []string{"delivered/abc123", "settled/n3/web/" + dB}) {
+		t.Fatalf("said %v", got)
+	}
+	for _, e := range w.published() {
+		if e.What == view.KindDelivered && !slices.Equal(e.Offline, []string{"n4"}) {
+			t.Fatalf("the delivered event names offline %v, not n4", e.Offline)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package view
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -27,6 +28,8 @@ func Render(w io.Writer, p Picture, now time.Time, colour bool) error {
 	switch {
 	case p.Revision == "":
 		fmt.Fprintln(w, "no source revision written (mesh source)")
+	case p.Delivered && len(p.Offline) > 0:
+		fmt.Fprintf(w, "revision %s: delivered, without the offline %s\n", p.Revision, strings.Join(p.Offline, ", "))
 	case p.Delivered:
 		fmt.Fprintf(w, "revision %s: delivered\n", p.Revision)
 	default:
