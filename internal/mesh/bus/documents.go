@@ -145,12 +145,12 @@ const (
 // and health are always what runs; an apply under way, failed, refused or
 // rolled back is named beside them as the attempt.
 type Have struct {
-	Fingerprint string    `json:"fingerprint"`
-	Digest      string    `json:"digest"`
-	Phase       Phase     `json:"phase"`
-	Health      Health    `json:"health"`
-	Reason      string    `json:"reason,omitempty"`
-	Attempt     Attempt   `json:"attempt,omitzero"`
+	Fingerprint string  `json:"fingerprint"`
+	Digest      string  `json:"digest"`
+	Phase       Phase   `json:"phase"`
+	Health      Health  `json:"health"`
+	Reason      string  `json:"reason,omitempty"`
+	Attempt     Attempt `json:"attempt,omitzero"`
 	// Since is when what the have says last changed: a have written
 	// again unchanged, as a heartbeat, keeps it. Zero from an agent that
 	// does not say it.
