@@ -156,11 +156,24 @@ func (a *Assigner) Run(ctx context.Context) error {
 	}
 }
 
-// pass decides over the state and writes what it gives.
+// pass decides over the state and writes what it gives. Before it writes
+// it reads the holds again and decides with them: the holds' watch and the
+// builds' deliver in no order between them, and a hold the bus took before
+// the build was done must never be passed over. Holds it cannot read, it
+// writes nothing.
 func (a *Assigner) pass(ctx context.Context, st *state) {
 	in := st.input(a.Now(), a.OnlineWindow, a.Logger)
 	writes := Decide(in)
 	if len(writes) == 0 {
+		return
+	}
+	holds, err := a.readHolds(ctx)
+	if err != nil {
+		a.Logger.Error("holds not read again, so no want written", slog.String("error", err.Error()))
+		return
+	}
+	in.Holds = holds
+	if writes = Decide(in); len(writes) == 0 {
 		return
 	}
 	start := time.Now()
@@ -207,6 +220,29 @@ func (a *Assigner) pass(ctx context.Context, st *state) {
 	a.written.Add(int64(count))
 	a.Logger.Info("wants written", slog.Int("wants", count), slog.Int("decided", len(writes)),
 		slog.Float64("seconds", time.Since(start).Seconds()))
+}
+
+// readHolds is every hold as the bus holds it now, read through a consumer
+// of the bucket's stream, which answers every write the bus acknowledged.
+// A hold that does not decode, or whose key disagrees with it, is left out
+// as its watch leaves it out.
+func (a *Assigner) readHolds(ctx context.Context) ([]bus.Hold, error) {
+	a.Bus.CountOps(1)
+	entries, err := bus.ReadAll(ctx, a.Bus.Holds)
+	if err != nil {
+		return nil, err
+	}
+	holds := make([]bus.Hold, 0, len(entries))
+	for key, raw := range entries {
+		k, err := bus.ParseKey(key)
+		if err != nil || k.Kind != bus.KindHold {
+			continue
+		}
+		if h, err := bus.DecodeHold(raw); err == nil && h.Module == k.Module && h.Fingerprint == k.Fingerprint {
+			holds = append(holds, h)
+		}
+	}
+	return holds, nil
 }
 
 // write puts one want under compare-and-swap on the revision the watch
