@@ -142,6 +142,8 @@ func (s *Service) take(ctx context.Context, f Fact, sent *[]Event) (Outcome, err
 		records = append(records, g.Record)
 	}
 	if firstFact {
+		// The record the fact would start, held to those recorded: a
+		// release first seen after a newer one starts superseded by it.
 		f.Newer = NewerThan(Reduce(before, f, now).Record, records)
 	}
 	res := Reduce(before, f, now)
