@@ -52,7 +52,7 @@ var (
 // variables are every variable mesh reads.
 var variables = []string{natsURL.Name, natsCreds.Name, natsNkey.Name, trustedKeys.Name, onlineWindow.Name, tick.Name, replicas.Name,
 	stuckAfter.Name, viewTick.Name, stallAfter.Name, watchAddr.Name,
-	nodeName.Name, meshRoot.Name, stopGrace.Name, healthFor.Name, backupDir.Name, backupWait.Name}
+	nodeName.Name, meshRoot.Name, stopGrace.Name, healthFor.Name, keepCount.Name, backupDir.Name, backupWait.Name}
 
 func variablesOf(command string) []settings.Variable {
 	switch command {
@@ -71,12 +71,12 @@ func variablesOf(command string) []settings.Variable {
 	case "watchman":
 		return []settings.Variable{natsURL, natsCreds, natsNkey, stallAfter, viewTick, watchAddr, replicas}
 	case "agent":
-		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, nodeName, meshRoot, stopGrace, healthFor, backupWait, replicas}
+		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, nodeName, meshRoot, stopGrace, healthFor, keepCount, backupWait, replicas}
 	case "backup-seat":
 		return []settings.Variable{natsURL, natsCreds, natsNkey, nodeName, backupDir, replicas}
 	case "mesh":
 		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, onlineWindow, tick, replicas, stuckAfter, viewTick, stallAfter,
-			watchAddr, nodeName, meshRoot, stopGrace, healthFor, backupDir, backupWait}
+			watchAddr, nodeName, meshRoot, stopGrace, healthFor, keepCount, backupDir, backupWait}
 	default:
 		return nil
 	}

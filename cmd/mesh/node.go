@@ -21,6 +21,7 @@ var (
 	meshRoot   = settings.Variable{Name: "MESH_ROOT", Default: "/var/lib/mesh", Meaning: "where the agent lays its modules down: a folder per module, its versions and the link current"}
 	stopGrace  = settings.Variable{Name: "STOP_GRACE", Default: "10s", Meaning: "how long a module has between SIGTERM and SIGKILL when it is stopped"}
 	healthFor  = settings.Variable{Name: "HEALTH_WITHIN", Default: "1m", Meaning: "how long a started version has to pass its health check before the agent goes back to the version that last ran healthy"}
+	keepCount  = settings.Variable{Name: "KEEP_RELEASES", Default: "3", Meaning: "how many versions of a module stay laid down under releases/, the newest, besides what runs and what last ran healthy"}
 	backupDir  = settings.Variable{Name: "BACKUP_DIR", Default: "/var/backups/mesh", Meaning: "the node's backup folder: a claim per module below it"}
 	backupWait = settings.Variable{Name: "BACKUP_WITHIN", Default: "10m", Meaning: "how long the agent waits for the seat's backup before it does not apply"}
 )
@@ -46,6 +47,7 @@ func agentCommand(in invocation) *cobra.Command {
 			grace := env.Duration(stopGrace.Name, 10*time.Second)
 			within := env.Duration(healthFor.Name, time.Minute)
 			wait := env.Duration(backupWait.Name, 10*time.Minute)
+			keep := env.PositiveInt(keepCount.Name, 3)
 			if err := env.Err(); err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
@@ -71,7 +73,7 @@ func agentCommand(in invocation) *cobra.Command {
 			a := &agent.Agent{Node: node, Trust: trust, Layout: agent.Layout{Root: root},
 				Open: func(ctx context.Context) (*bus.Bus, error) { return bus.Open(ctx, js, opts) }, Back: back,
 				Backup: seat.Client{Node: node, Conn: nc, Within: wait},
-				Grace:  grace, HealthWithin: within, Output: in.stderr, Logger: in.logger, Now: in.now}
+				Grace:  grace, HealthWithin: within, Keep: keep, Output: in.stderr, Logger: in.logger, Now: in.now}
 			ctx := cmd.Context()
 			in.logger.Info("mesh agent started", slog.String("node", node), slog.String("root", root), slog.Any("trustedKeys", trust.KeyIDs()))
 			err = a.Run(ctx)

@@ -64,6 +64,9 @@ type Agent struct {
 	// so the node stays online for the assigner (well within its
 	// ONLINE_WINDOW); 0 is 30 s.
 	Heartbeat time.Duration
+	// Keep is how many versions of a module stay laid down, the newest,
+	// besides what runs and what last ran healthy; 0 is 3.
+	Keep int
 	// Restart is the wait before a module whose process ended in failure
 	// is started again; its zero value is 1 s doubled to 30 s, counted
 	// afresh once the module passes its check.
@@ -106,6 +109,9 @@ func (a *Agent) init() {
 	}
 	if a.Tick == 0 {
 		a.Tick = 5 * time.Second
+	}
+	if a.Keep <= 0 {
+		a.Keep = 3
 	}
 	if a.Now == nil {
 		a.Now = time.Now
@@ -328,7 +334,7 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 		a.resumeModule(ctx, module) // what current still names runs again
 		return
 	}
-	a.bringUp(ctx, module, Running{Fingerprint: want.Fingerprint, Digest: want.Digest}, doc, dir, true)
+	a.bringUp(ctx, module, Running{Fingerprint: want.Fingerprint, Digest: want.Digest}, doc, dir, true, nil)
 }
 
 // about is a have of what runs, with an attempt beside it.

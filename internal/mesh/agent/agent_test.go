@@ -1,8 +1,10 @@
 package agent_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +163,68 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(raw)
+}
+
+func TestPrune(t *testing.T) {
+	at := func(m int) time.Time { return time.Date(2026, 3, 4, 5, m, 0, 0, time.UTC) }
+	five := []agent.Version{{Name: "a", At: at(1)}, {Name: "e", At: at(5)}, {Name: "c", At: at(3)}, {Name: "b", At: at(2)}, {Name: "d", At: at(4)}}
+	cases := []struct {
+		name     string
+		versions []agent.Version
+		keep     int
+		spare    []string
+		gone     []string
+	}{
+		{"the newest kept", five, 3, nil, []string{"b", "a"}},
+		{"fewer than keep", five[:2], 3, nil, nil},
+		{"what runs and what ran healthy spared besides", five, 2, []string{"a", "c"}, []string{"b"}},
+		{"a spare among the newest counts among them", five, 2, []string{"e"}, []string{"c", "b", "a"}},
+		{"one kept", five, 1, nil, []string{"d", "c", "b", "a"}},
+		{"the same time: by name", []agent.Version{{Name: "x", At: at(1)}, {Name: "y", At: at(1)}}, 1, nil, []string{"x"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := agent.Prune(c.versions, c.keep, c.spare...); !slices.Equal(got, c.gone) {
+				t.Fatalf("removes %v, want %v", got, c.gone)
+			}
+		})
+	}
+}
+
+// TestCollectKeepsWhatRunsAndWhatRanHealthy: of five versions, keep 2
+// leaves the newest two, the one current names and the one that last ran
+// healthy.
+func TestCollectKeepsWhatRunsAndWhatRanHealthy(t *testing.T) {
+	l := agent.Layout{Root: t.TempDir()}
+	var digests []string
+	for i := range 5 {
+		d := bus.Digest([]byte{byte(i)})
+		digests = append(digests, d)
+		dir, err := l.Install(doc(fmt.Sprintf("f%d", i), map[string]composition.File{}), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		when := time.Date(2026, 3, 4, 5, i, 0, 0, time.UTC)
+		if err := os.Chtimes(filepath.Join(dir, ".release.json"), when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Switch("web/api", digests[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MarkHealthy("web/api", agent.Running{Fingerprint: "f0", Digest: digests[0]}); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := l.Collect("web/api", 2)
+	if err != nil || len(gone) != 1 || gone[0] != strings.TrimPrefix(digests[2], "sha256:") {
+		t.Fatalf("removed %v, %v; want f2's alone", gone, err)
+	}
+	for i, d := range digests {
+		if has := l.Has("web/api", d); has != (i != 2) {
+			t.Errorf("f%d laid down: %v", i, has)
+		}
+	}
+	if r, _, err := l.Current("web/api"); err != nil || r.Fingerprint != "f1" {
+		t.Fatalf("current %+v, %v", r, err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,9 +41,33 @@ func (a *Agent) resumeModule(ctx context.Context, module string) {
 			Health: bus.Unhealthy, Reason: clip(err.Error())})
 		return
 	}
+	// What runs as current names goes on running: an agent's restart
+	// restarts nothing that did not change.
+	if p, ok := a.adopt(dir); ok {
+		a.Logger.Info("runs on", slog.String("module", module), slog.String("fingerprint", running.Fingerprint), slog.Int("pid", p.Pid()))
+		a.bringUp(ctx, module, running, doc, dir, false, p)
+		return
+	}
 	a.stopStale(dir)
-	a.bringUp(ctx, module, running, doc, dir, false)
+	a.bringUp(ctx, module, running, doc, dir, false, nil)
 }
+
+// adopt is the process an earlier agent started from dir, when it runs.
+func (a *Agent) adopt(dir string) (*Process, bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, pidFile)) //nolint:gosec // a version's folder under MESH_ROOT
+	if err != nil {
+		return nil, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return nil, false
+	}
+	return Adopt(pid, dir, adoptedPoll)
+}
+
+// adoptedPoll is how often the agent looks whether a process it did not
+// start still runs.
+const adoptedPoll = 250 * time.Millisecond
 
 // spawn starts a version's command from its folder, a module that holds
 // data finding it where every version of it does.
@@ -75,9 +100,13 @@ func (a *Agent) spawn(module string, doc composition.Document, dir string) (*Pro
 // one that does not goes back to that version when it is another, as a
 // deploy that cannot prove itself must not stay. Either way what runs is
 // supervised from then on. fresh is an apply's: a version that passes
-// then ends any earlier rollback.
-func (a *Agent) bringUp(ctx context.Context, module string, version Running, doc composition.Document, dir string, fresh bool) {
-	p, err := a.spawn(module, doc, dir)
+// then ends any earlier rollback. p, when not nil, is the version's
+// process already running, adopted from an earlier agent.
+func (a *Agent) bringUp(ctx context.Context, module string, version Running, doc composition.Document, dir string, fresh bool, p *Process) {
+	var err error
+	if p == nil {
+		p, err = a.spawn(module, doc, dir)
+	}
 	if err == nil {
 		err = WaitHealthy(ctx, p, doc.Health, dir, a.HealthWithin)
 	}
@@ -95,6 +124,9 @@ func (a *Agent) bringUp(ctx context.Context, module string, version Running, doc
 		a.Logger.Info("applied", slog.String("module", module), slog.String("fingerprint", version.Fingerprint), slog.String("health", string(bus.Healthy)))
 		a.writeHave(ctx, module, a.runningHave(module, version, bus.Healthy, "", false))
 		a.supervise(ctx, module, version, doc, dir, p, true)
+		if fresh {
+			a.collect(module)
+		}
 		return
 	}
 	if prev, perr := a.Layout.Healthy(module); perr == nil && prev.Digest != "" && prev != version && a.Layout.Has(module, prev.Digest) {
@@ -148,6 +180,20 @@ func (a *Agent) rollBack(ctx context.Context, module string, failed, prev Runnin
 	}
 	a.writeHave(ctx, module, have)
 	a.supervise(ctx, module, prev, doc, dir, np, err == nil)
+	a.collect(module)
+}
+
+// collect removes the versions of module past the Keep newest, sparing
+// what runs and what last ran healthy.
+func (a *Agent) collect(module string) {
+	gone, err := a.Layout.Collect(module, a.Keep)
+	if err != nil {
+		a.Logger.Warn("old versions not removed", slog.String("module", module), slog.String("error", err.Error()))
+		return
+	}
+	if len(gone) > 0 {
+		a.Logger.Info("old versions removed", slog.String("module", module), slog.Any("versions", gone))
+	}
 }
 
 // runningHave is the have of version running: rolled back, with the

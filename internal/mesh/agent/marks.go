@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -8,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 )
 
 // The marks beside a module's versions: the version that last ran healthy,
@@ -108,4 +111,70 @@ func (l Layout) writeMark(module, name string, value any) error {
 		return err
 	}
 	return syncDir(folder)
+}
+
+// Version is one laid-down version of a module: its folder's name (its
+// digest's hex) and when it was laid down.
+type Version struct {
+	Name string
+	At   time.Time
+}
+
+// Prune is the versions to remove: all but the newest keep, and never one
+// spare names (what runs, what last ran healthy), which are kept besides.
+func Prune(versions []Version, keep int, spare ...string) []string {
+	sorted := slices.Clone(versions)
+	slices.SortFunc(sorted, func(a, b Version) int {
+		return cmp.Or(b.At.Compare(a.At), strings.Compare(b.Name, a.Name))
+	})
+	var out []string
+	for i, v := range sorted {
+		if i >= keep && !slices.Contains(spare, v.Name) {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// Collect removes module's versions Prune gives up: all but the newest
+// keep, what current names and what last ran healthy.
+func (l Layout) Collect(module string, keep int) ([]string, error) {
+	folder, err := l.folder(module)
+	if err != nil {
+		return nil, err
+	}
+	releases := filepath.Join(folder, releasesDir)
+	entries, err := os.ReadDir(releases)
+	if err != nil {
+		return nil, err
+	}
+	var versions []Version
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || !e.IsDir() {
+			continue // an install under way is no version yet
+		}
+		// Laid down when its record was written, the last of its files; the
+		// folder's own time moves with each start.
+		info, err := os.Stat(filepath.Join(releases, e.Name(), releaseFile))
+		if err != nil {
+			return nil, err
+		}
+		versions = append(versions, Version{Name: e.Name(), At: info.ModTime()})
+	}
+	var spare []string
+	if target, err := os.Readlink(filepath.Join(folder, currentLink)); err == nil {
+		spare = append(spare, filepath.Base(target))
+	}
+	healthy, err := l.Healthy(module)
+	if err != nil {
+		return nil, err // fail closed: without the mark, the version it names might go
+	}
+	spare = append(spare, strings.TrimPrefix(healthy.Digest, "sha256:"))
+	gone := Prune(versions, keep, spare...)
+	for _, name := range gone {
+		if err := os.RemoveAll(filepath.Join(releases, name)); err != nil {
+			return nil, err
+		}
+	}
+	return gone, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,7 +22,7 @@ import (
 // Process is a module's command running under the agent: in a process group
 // of its own, so a stop reaches everything it started.
 type Process struct {
-	cmd    *exec.Cmd
+	pid    int
 	exited chan struct{}
 	err    error
 }
@@ -50,16 +51,69 @@ func StartProcess(dir string, c composition.Command, output io.Writer) (*Process
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Argv[0], err)
 	}
-	p := &Process{cmd: cmd, exited: make(chan struct{})}
+	p := &Process{pid: cmd.Process.Pid, exited: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	return p, nil
+}
+
+// errNotOurs is how an adopted process ended: not the agent's child, its
+// status is not the agent's to read.
+var errNotOurs = errors.New("it ended (started by an earlier agent, its status unknown)")
+
+// Adopt takes over the process group pid that an earlier agent started
+// from the version folder dir, when its leader still runs from there, so an
+// agent's restart does not restart what did not change. Not its parent, the
+// agent learns of its end by looking every poll.
+func Adopt(pid int, dir string, poll time.Duration) (*Process, bool) {
+	if pid <= 1 || !alive(pid) {
+		return nil, false
+	}
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		return nil, false
+	}
+	cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+	if real, rerr := filepath.EvalSymlinks(dir); rerr == nil {
+		dir = real
+	}
+	if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+		return nil, false // the id was given to another process since
+	}
+	p := &Process{pid: pid, exited: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		for range t.C {
+			if !alive(pid) {
+				p.err = errNotOurs
+				close(p.exited)
+				return
+			}
+		}
+	}()
+	return p, true
+}
+
+// alive is whether pid runs: there, and not a zombie no one has reaped.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")) //nolint:gosec // the kernel's own file of a process
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
 }
 
 // Exited is closed once the process has ended.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // Pid is the process's id, which is also its group's.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.pid }
 
 // Stop sends the group SIGTERM and, if it has not ended within grace,
 // SIGKILL; it returns once the process has ended.

@@ -64,6 +64,7 @@ type node struct {
 	// heartbeat is the agents' Heartbeat; 0 their default.
 	heartbeat time.Duration
 	ends      map[*agent.Agent]func()
+	leaves    map[*agent.Agent]func()
 }
 
 func newNode(t testing.TB) *node {
@@ -96,25 +97,28 @@ func (n *node) startWith(backup agent.Backup, tune ...func(*agent.Agent)) *agent
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	var once sync.Once
-	end := func() {
+	leave := func() {
 		once.Do(func() {
 			cancel()
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				n.t.Errorf("the agent ended with %v", err)
 			}
-			a.Stop()
 		})
 	}
 	if n.ends == nil {
-		n.ends = map[*agent.Agent]func(){}
+		n.ends, n.leaves = map[*agent.Agent]func(){}, map[*agent.Agent]func(){}
 	}
-	n.ends[a] = end
-	n.t.Cleanup(end)
+	n.ends[a] = func() { leave(); a.Stop() }
+	n.leaves[a] = leave
+	n.t.Cleanup(n.ends[a])
 	return a
 }
 
 // end stops an agent and the modules it runs.
 func (n *node) end(a *agent.Agent) { n.ends[a]() }
+
+// leave stops an agent alone: its modules run on, as after its upgrade.
+func (n *node) leave(a *agent.Agent) { n.leaves[a]() }
 
 // seat runs the node's backup seat into dir until the test ends.
 func (n *node) seat(dir string) {

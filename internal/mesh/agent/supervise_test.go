@@ -217,3 +217,36 @@ func TestTheHaveNamesWhatRuns(t *testing.T) {
 		t.Fatalf("after the failed backup the have is %+v, serving %q", h, n.serves())
 	}
 }
+
+// TestARestartedAgentRestartsNothingThatDidNotChange: an agent stopped
+// alone leaves its module running; the next one takes that process over,
+// serving all along, and supervises it as its own.
+func TestARestartedAgentRestartsNothingThatDidNotChange(t *testing.T) {
+	n := newRealNode(t)
+	first := n.start(func(a *agent.Agent) { a.Restart = agent.Backoff{First: 300 * time.Millisecond, Most: time.Second} })
+	d1, _ := n.compose(n.signer, "f1", nil)
+	n.want("f1", d1)
+	n.have("f1 running healthy", running("f1"))
+	before := n.pid()
+	n.leave(first)
+	left := time.Now()
+	if n.serves() != "f1" {
+		t.Fatalf("with its agent stopped the module answers %q", n.serves())
+	}
+	n.start(func(a *agent.Agent) { a.Restart = agent.Backoff{First: 300 * time.Millisecond, Most: time.Second} })
+	n.have("f1 said again by the new agent", func(h bus.Have) bool { return running("f1")(h) && h.At.After(left) })
+	if after := n.pid(); after != before || syscall.Kill(before, 0) != nil || n.serves() != "f1" {
+		t.Fatalf("pid %d, was %d; serving %q", after, before, n.serves())
+	}
+
+	// Taken over, it is supervised: killed, it is started again.
+	haves := n.watchHaves(t)
+	if err := syscall.Kill(-before, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	haves.next("f1 failed", func(h bus.Have) bool { return h.Phase == bus.PhaseFailed })
+	haves.next("f1 started again, healthy", running("f1"))
+	if after := n.pid(); after == before || n.serves() != "f1" {
+		t.Fatalf("pid %d (was %d), serving %q", after, before, n.serves())
+	}
+}

@@ -25,6 +25,11 @@ const (
 	EventsSubjects = "mesh.events.>"
 )
 
+// Kept is how long an event's record and the event itself are kept: the
+// record expires with the stream's own copy, so the bucket does not grow
+// without end. A place unchanged for longer may be said once more.
+const Kept = 30 * 24 * time.Hour
+
 // The values a said-key holds: claimed and about to be published, or
 // published and acknowledged.
 const (
@@ -70,14 +75,14 @@ type Teller struct {
 // Open makes the said bucket and the events stream where they are not.
 func Open(ctx context.Context, js jetstream.JetStream, replicas int, logger *slog.Logger) (*Teller, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: Bucket, Description: "each event the mesh said, by its id", Replicas: max(replicas, 1),
+		Bucket: Bucket, Description: "each event the mesh said, by its id", Replicas: max(replicas, 1), TTL: Kept,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the bucket %s: %w", Bucket, err)
 	}
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: EventsStream, Subjects: []string{EventsSubjects}, Duplicates: time.Hour,
-		MaxAge: 30 * 24 * time.Hour, Replicas: max(replicas, 1),
+		MaxAge: Kept, Replicas: max(replicas, 1),
 	}); err != nil {
 		return nil, fmt.Errorf("open the stream %s: %w", EventsStream, err)
 	}

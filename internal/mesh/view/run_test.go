@@ -278,3 +278,17 @@ func TestDeliveredWaitsForEveryRegisteredNode(t *testing.T) {
 		}
 	}
 }
+
+// TestTheSaidRecordsExpire: the record of an event said expires with the
+// stream's copy of it, so the said bucket does not grow without end.
+func TestTheSaidRecordsExpire(t *testing.T) {
+	w := newWorld(t)
+	v := w.view(t0)
+	status, err := v.Teller.Said.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.TTL() != said.Kept {
+		t.Fatalf("the said bucket keeps its records %s, not %s", status.TTL(), said.Kept)
+	}
+}
