@@ -277,3 +277,35 @@ status:
 	w.pass() // it retries and fails again: nothing more
 	w.expect(idB, rr.StateSyncFailed, deploying, deploying, failedEv)
 }
+
+// TestFluxAStaleLookDoesNotSupersedeANewerRelease: one replica reads the
+// unit at 2.1.0 and is slow to take what it saw; meanwhile the unit moves
+// to 2.2.0 and another look records it. The stale look's first fact of
+// 2.1.0 comes last, and the source's generation says it is the older.
+func TestFluxAStaleLookDoesNotSupersedeANewerRelease(t *testing.T) {
+	w := newFluxWorld(t)
+	ctx := context.Background()
+	pin2 := "sha256:" + strings.Repeat("2", 64)
+	w.canary("Succeeded", "spec-1", true)
+	w.unit("2.1.0", pin1, pin0, "Unknown", "Progressing")
+	stale, err := w.observer.Source.Observe(ctx)
+	if err != nil || len(stale) == 0 || stale[0].Release.ID.String() != idA || stale[0].Order.ObjectGeneration == "" {
+		t.Fatalf("the slow look: %+v %v", stale, err)
+	}
+	w.unit("2.2.0", pin2, pin0, "Unknown", "Progressing")
+	w.pass()
+	w.expect(idB, rr.StateMerged)
+	for _, f := range stale {
+		if _, err := w.observer.Service.Take(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := w.record(idA); a.State != rr.StateSuperseded || a.SupersededBy != idB {
+		t.Fatalf("2.1.0: %+v", a)
+	}
+	b := w.record(idB)
+	if b.State != rr.StateMerged || !strings.HasPrefix(b.ObjectGeneration, "OCIRepository/"+w.fluxNS+"/project-docs/") {
+		t.Fatalf("2.2.0: %+v", b)
+	}
+	w.expect(idB, rr.StateMerged)
+}

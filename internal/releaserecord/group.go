@@ -1,6 +1,7 @@
 package releaserecord
 
 import (
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -51,9 +52,10 @@ func MarkRolledBack(target, rollback Record, now time.Time) Result {
 
 // Newer reports whether a is a later release than b of one service, by
 // what the facts say rather than by when they arrived: a rollback is later
-// than the release it undoes; then the later generation of one Rollout;
-// then the later start of Argo CD's sync; and only when the facts name no
-// common order, the one first seen later.
+// than the release it undoes; then the later generation of the one object
+// carrying both (a Rollout, a Flux unit's source); then the later start of
+// Argo CD's sync; and only when the facts name no common order, the one
+// first seen later.
 func Newer(a, b Record) bool {
 	switch {
 	case a.Kind == KindRollback && a.RollbackOf == b.ReleaseID:
@@ -61,7 +63,7 @@ func Newer(a, b Record) bool {
 	case b.Kind == KindRollback && b.RollbackOf == a.ReleaseID:
 		return false
 	}
-	if ga, gb, ok := sameRollout(a.RolloutGeneration, b.RolloutGeneration); ok && ga != gb {
+	if ga, gb, ok := sameObject(a.ObjectGeneration, b.ObjectGeneration); ok && ga != gb {
 		return ga > gb
 	}
 	if !a.SyncStartedAt.IsZero() && !b.SyncStartedAt.IsZero() && !a.SyncStartedAt.Equal(b.SyncStartedAt) {
@@ -70,10 +72,31 @@ func Newer(a, b Record) bool {
 	return a.MergedAt.After(b.MergedAt)
 }
 
-// sameRollout reads two <namespace>/<name>=<generation> of one Rollout as
-// their generations; ok is false when they name different Rollouts or
-// either is not of that form.
-func sameRollout(a, b string) (uint64, uint64, bool) {
+// objectGenerationPattern is what ObjectGenerationOf writes, as the
+// record's schema holds it: <kind>/<namespace>/<name>[/<uid>]=<generation>.
+var objectGenerationPattern = regexp.MustCompile(`^[A-Za-z]{1,63}/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?/[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?` +
+	`(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?=[0-9]{1,19}$`)
+
+// ObjectGenerationOf names the generation of the object that carries a
+// release: <kind>/<namespace>/<name>[/<uid>]=<generation>. The uid, where
+// the source names it, keeps an object deleted and made again (its
+// generation back at 1) from passing for an older one. "" when the parts
+// do not form it: the fact then orders nothing.
+func ObjectGenerationOf(kind, namespace, name, uid, generation string) string {
+	object := kind + "/" + namespace + "/" + name
+	if uid != "" {
+		object += "/" + uid
+	}
+	if g := object + "=" + generation; objectGenerationPattern.MatchString(g) {
+		return g
+	}
+	return ""
+}
+
+// sameObject reads two object generations of one object as their
+// generations; ok is false when they name different objects or either is
+// not of that form.
+func sameObject(a, b string) (uint64, uint64, bool) {
 	objA, genA, okA := strings.Cut(a, "=")
 	objB, genB, okB := strings.Cut(b, "=")
 	if !okA || !okB || objA != objB {

@@ -168,21 +168,28 @@ func TestOwedAndTheModes(t *testing.T) {
 func TestNewer(t *testing.T) {
 	seenFirst := func(r *rr.Record) { r.MergedAt = t0 }
 	seenLater := func(r *rr.Record) { r.MergedAt = t0.Add(time.Hour) }
-	gen := func(g string) func(*rr.Record) { return func(r *rr.Record) { r.RolloutGeneration = g } }
+	gen := func(g string) func(*rr.Record) { return func(r *rr.Record) { r.ObjectGeneration = g } }
 	synced := func(d time.Duration) func(*rr.Record) { return func(r *rr.Record) { r.SyncStartedAt = t0.Add(d) } }
 	for _, tc := range []struct {
 		name string
 		a, b rr.Record
 		want bool
 	}{
-		{"a later generation of one Rollout, first seen earlier", release(t, idB, rr.StateProgressing, seenFirst, gen("docs/docs=8")),
-			release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=7")), true},
-		{"an earlier generation of one Rollout, first seen later", release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=7")),
-			release(t, idB, rr.StateProgressing, seenFirst, gen("docs/docs=8")), false},
-		{"generations past 2^63 compare as numbers", release(t, idB, rr.StateMerged, seenFirst, gen("docs/docs=9999999999999999999")),
-			release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=10")), true},
-		{"generations of two Rollouts say nothing: the sync's start", release(t, idB, rr.StateMerged, seenFirst, gen("docs/api=2"), synced(time.Minute)),
-			release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=9"), synced(0)), true},
+		{"a later generation of one Rollout, first seen earlier", release(t, idB, rr.StateProgressing, seenFirst, gen("Rollout/docs/docs=8")),
+			release(t, idA, rr.StateMerged, seenLater, gen("Rollout/docs/docs=7")), true},
+		{"an earlier generation of one Rollout, first seen later", release(t, idA, rr.StateMerged, seenLater, gen("Rollout/docs/docs=7")),
+			release(t, idB, rr.StateProgressing, seenFirst, gen("Rollout/docs/docs=8")), false},
+		{"generations past 2^63 compare as numbers", release(t, idB, rr.StateMerged, seenFirst, gen("Rollout/docs/docs=9999999999999999999")),
+			release(t, idA, rr.StateMerged, seenLater, gen("Rollout/docs/docs=10")), true},
+		{"a Rollout made again (another uid) says nothing: the sync's start", release(t, idB, rr.StateMerged, seenFirst, synced(time.Minute),
+			gen("Rollout/docs/docs/0b6b2a0e-5d1c-4c1e-9a57-1f0e3c2d4b5a=1")),
+			release(t, idA, rr.StateMerged, seenLater, synced(0), gen("Rollout/docs/docs/7d1e9f3a-2b4c-4d5e-8f6a-9b0c1d2e3f4a=9")), true},
+		{"a later generation of a Flux unit's source", release(t, idB, rr.StateMerged, seenFirst, gen("OCIRepository/flux-system/project-docs/0b6b2a0e-5d1c-4c1e-9a57-1f0e3c2d4b5a=4")),
+			release(t, idA, rr.StateMerged, seenLater, gen("OCIRepository/flux-system/project-docs/0b6b2a0e-5d1c-4c1e-9a57-1f0e3c2d4b5a=3")), true},
+		{"a Rollout's generation and a source's say nothing: first seen", release(t, idB, rr.StateMerged, seenLater, gen("Rollout/docs/docs=2")),
+			release(t, idA, rr.StateMerged, seenFirst, gen("OCIRepository/docs/docs=9")), true},
+		{"generations of two Rollouts say nothing: the sync's start", release(t, idB, rr.StateMerged, seenFirst, gen("Rollout/docs/api=2"), synced(time.Minute)),
+			release(t, idA, rr.StateMerged, seenLater, gen("Rollout/docs/docs=9"), synced(0)), true},
 		{"a later sync start, first seen earlier", release(t, idB, rr.StateMerged, seenFirst, synced(time.Minute)),
 			release(t, idA, rr.StateMerged, seenLater, synced(0)), true},
 		{"an earlier sync start, first seen later", release(t, idA, rr.StateMerged, seenLater, synced(0)),
@@ -192,7 +199,7 @@ func TestNewer(t *testing.T) {
 		}), release(t, idB, rr.StateHealthy, seenLater, synced(time.Minute)), true},
 		{"the release a rollback undoes is older", release(t, idB, rr.StateHealthy, seenLater, synced(time.Minute)),
 			release(t, idC, rr.StateMerged, seenFirst, func(r *rr.Record) { r.Kind, r.RollbackOf = rr.KindRollback, idB }), false},
-		{"no common order: first seen later", release(t, idA, rr.StateMerged, seenLater, gen("docs/docs=7")),
+		{"no common order: first seen later", release(t, idA, rr.StateMerged, seenLater, gen("Rollout/docs/docs=7")),
 			release(t, idB, rr.StateMerged, seenFirst, synced(0)), true},
 		{"no order at all, seen at once: neither", release(t, idA, rr.StateMerged, seenFirst), release(t, idB, rr.StateMerged, seenFirst), false},
 	} {
@@ -205,16 +212,37 @@ func TestNewer(t *testing.T) {
 }
 
 func TestNewerThan(t *testing.T) {
-	gen := func(g string) func(*rr.Record) { return func(r *rr.Record) { r.RolloutGeneration = g } }
-	late := release(t, idA, rr.StateMerged, func(r *rr.Record) { r.MergedAt = t0.Add(time.Hour) }, gen("docs/docs=7"))
-	b := release(t, idB, rr.StateProgressing, gen("docs/docs=8"))
-	c := release(t, idC, rr.StateSuperseded, gen("docs/docs=9"))
-	older := release(t, "docs@2.0.0:prod-eu/prod", rr.StateHealthy, gen("docs/docs=6"))
-	otherCluster := release(t, "docs@3.0.0:prod-us/prod", rr.StateHealthy, gen("docs/docs=99"))
+	gen := func(g string) func(*rr.Record) { return func(r *rr.Record) { r.ObjectGeneration = g } }
+	late := release(t, idA, rr.StateMerged, func(r *rr.Record) { r.MergedAt = t0.Add(time.Hour) }, gen("Rollout/docs/docs=7"))
+	b := release(t, idB, rr.StateProgressing, gen("Rollout/docs/docs=8"))
+	c := release(t, idC, rr.StateSuperseded, gen("Rollout/docs/docs=9"))
+	older := release(t, "docs@2.0.0:prod-eu/prod", rr.StateHealthy, gen("Rollout/docs/docs=6"))
+	otherCluster := release(t, "docs@3.0.0:prod-us/prod", rr.StateHealthy, gen("Rollout/docs/docs=99"))
 	if got := rr.NewerThan(late, []rr.Record{late, older, b, c, otherCluster}); got != idC {
 		t.Fatalf("the newest newer: %q", got)
 	}
 	if got := rr.NewerThan(late, []rr.Record{late, older, otherCluster}); got != "" {
 		t.Fatalf("none newer: %q", got)
+	}
+}
+
+func TestObjectGenerationOf(t *testing.T) {
+	const uid = "0b6b2a0e-5d1c-4c1e-9a57-1f0e3c2d4b5a"
+	for _, tc := range []struct {
+		kind, namespace, name, uid, generation string
+		want                                   string
+	}{
+		{"Rollout", "docs", "docs", "", "7", "Rollout/docs/docs=7"},
+		{"OCIRepository", "flux-system", "project-docs", uid, "3", "OCIRepository/flux-system/project-docs/" + uid + "=3"},
+		{"Rollout", "Docs", "docs", "", "7", ""},
+		{"Rollout", "docs", "docs=8", "", "7", ""},
+		{"Rollout", "docs", "docs", "not-a-uid", "7", ""},
+		{"Rollout", "docs", "docs", "", "", ""},
+		{"Rollout", "docs", "docs", "", "-1", ""},
+		{"Roll out", "docs", "docs", "", "7", ""},
+	} {
+		if got := rr.ObjectGenerationOf(tc.kind, tc.namespace, tc.name, tc.uid, tc.generation); got != tc.want {
+			t.Errorf("%+v: %q", tc, got)
+		}
 	}
 }

@@ -99,6 +99,7 @@ func TestPushedFacts(t *testing.T) {
 		"off the schema":           {"/facts/prod-eu", rollout(set("phase", "Sideways")), "refused by its schema"},
 		"a key more":               {"/facts/prod-eu", rollout(set("extra", 1)), "refused by its schema"},
 		"a namespace no DNS label": {"/facts/prod-eu", rollout(set("namespace", "Docs")), "refused by its schema"},
+		"a uid no UUID":            {"/facts/prod-eu", rollout(set("uid", "x")), "refused by its schema"},
 		"a startedAt not a time":   {"/argocd/prod-eu", argocd(set("startedAt", "yesterday")), "refused by its schema"},
 		"another cluster's path":   {"/facts/prod-us", rollout(nil), "posted for the cluster prod-us"},
 		"another cluster's id":     {"/facts/prod-eu", rollout(set("releaseId", "docs@2.1.0:prod-us/prod")), "another cluster's"},
@@ -233,6 +234,7 @@ func FuzzDecodeRolloutsFact(f *testing.F) {
 	f.Add([]byte(rollout(set("releaseId", ""))))
 	f.Add([]byte(`{"phase":"Healthy"}`))
 	f.Add([]byte(rollout(set("name", "docs.v2"))))
+	f.Add([]byte(rollout(set("uid", "0b6b2a0e-5d1c-4c1e-9a57-1f0e3c2d4b5a"))))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := rr.Rollouts{}.Decode(raw)
 		if err != nil {
@@ -240,9 +242,9 @@ func FuzzDecodeRolloutsFact(f *testing.F) {
 		}
 		// The generation it orders by must be one the record can hold.
 		rec := rr.NewRecord(rr.Release{ID: mustID(t, idA)}, now)
-		rec.RolloutGeneration = c.Fact.Order.RolloutGeneration
+		rec.ObjectGeneration = c.Fact.Order.ObjectGeneration
 		if _, err := rr.DecodeRecord(rec.Name(), rec.Data()); err != nil {
-			t.Fatalf("generation %q: %v", rec.RolloutGeneration, err)
+			t.Fatalf("generation %q: %v", rec.ObjectGeneration, err)
 		}
 		switch c.Fact.Phase {
 		case rr.PhaseProgressing, rr.PhasePaused, rr.PhaseHealthy, rr.PhaseDegraded:
@@ -366,7 +368,7 @@ func TestFactsInAnyOrder(t *testing.T) {
 		t.Fatalf("the sync after: %d %+v", code, a)
 	}
 	r := s.store.record(idA)
-	if r.Image != "ghcr.io/acme/docs:2.1.0" || r.GitURL != "https://github.com/acme/docs" || r.RolloutGeneration != "docs/docs=7" ||
+	if r.Image != "ghcr.io/acme/docs:2.1.0" || r.GitURL != "https://github.com/acme/docs" || r.ObjectGeneration != "Rollout/docs/docs=7" ||
 		!r.SyncStartedAt.Equal(time.Date(2026, 12, 2, 9, 59, 0, 0, time.UTC)) || !r.MergedAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("record %+v", r)
 	}

@@ -133,12 +133,12 @@ type Record struct {
 	SupersededBy  string
 	HealthyAt     time.Time
 	RolledBackBy  string
-	// SyncStartedAt and RolloutGeneration order the release among its
-	// service's (Newer): when Argo CD began its sync, and the Rollout's
-	// generation (<namespace>/<name>=<n>) its first fact named. Zero and ""
+	// SyncStartedAt and ObjectGeneration order the release among its
+	// service's (Newer): when Argo CD began its sync, and the generation of
+	// the object carrying the release its first fact named. Zero and ""
 	// when no fact said.
-	SyncStartedAt     time.Time
-	RolloutGeneration string
+	SyncStartedAt    time.Time
+	ObjectGeneration string
 }
 
 // Exists reports whether r is a record rather than none.
@@ -176,7 +176,7 @@ var recordSchema = jsondoc.MustCompile(RecordSchema, jsondoc.AssertFormats())
 // Keys are the record's ConfigMap keys, in the order the schema lists them.
 var Keys = []string{"releaseId", "kind", "rollbackOf", "rollbackReason", "app", "env", "cluster", "image",
 	"gitUrl", "gitRevision", "state", "stateAt", "mergedAt", "lastFactAt", "lastFactPhase", "podHash", "drift",
-	"lastError", "emittedLive", "emittedShadow", "supersededBy", "healthyAt", "rolledBackBy", "syncStartedAt", "rolloutGeneration"}
+	"lastError", "emittedLive", "emittedShadow", "supersededBy", "healthyAt", "rolledBackBy", "syncStartedAt", "objectGeneration"}
 
 // Data is the record as its ConfigMap's data: every key, "" where the
 // record holds nothing; times in RFC 3339, UTC; a sent set as its keys,
@@ -189,7 +189,7 @@ func (r Record) Data() map[string]string {
 		"lastFactAt": timeString(r.LastFactAt), "lastFactPhase": r.LastFactPhase, "podHash": r.PodHash, "drift": r.Drift,
 		"lastError": r.LastError, "emittedLive": setString(r.EmittedLive), "emittedShadow": setString(r.EmittedShadow),
 		"supersededBy": r.SupersededBy, "healthyAt": timeString(r.HealthyAt), "rolledBackBy": r.RolledBackBy,
-		"syncStartedAt": timeString(r.SyncStartedAt), "rolloutGeneration": r.RolloutGeneration,
+		"syncStartedAt": timeString(r.SyncStartedAt), "objectGeneration": r.ObjectGeneration,
 	}
 }
 
@@ -224,7 +224,7 @@ func DecodeRecord(name string, data map[string]string) (Record, error) {
 		GitRevision: data["gitRevision"], State: State(data["state"]), LastFactPhase: data["lastFactPhase"],
 		PodHash: data["podHash"], Drift: data["drift"], LastError: data["lastError"],
 		EmittedLive: setOf(data["emittedLive"]), EmittedShadow: setOf(data["emittedShadow"]),
-		SupersededBy: data["supersededBy"], RolledBackBy: data["rolledBackBy"], RolloutGeneration: data["rolloutGeneration"],
+		SupersededBy: data["supersededBy"], RolledBackBy: data["rolledBackBy"], ObjectGeneration: data["objectGeneration"],
 	}
 	for key, into := range map[string]*time.Time{"stateAt": &r.StateAt, "mergedAt": &r.MergedAt, "lastFactAt": &r.LastFactAt,
 		"healthyAt": &r.HealthyAt, "syncStartedAt": &r.SyncStartedAt} {

@@ -38,7 +38,7 @@ func fullRecord(t testing.TB) rr.Record {
 	r.State, r.StateAt, r.HealthyAt, r.LastFactAt, r.LastFactPhase = rr.StateHealthy, now, now, now, "Healthy"
 	r.PodHash, r.Drift, r.LastError = "5d8f7c", "the pod hash moved from a to b", "apply failed"
 	r.EmittedLive, r.EmittedShadow = []string{"deployed", "deploying"}, []string{"deploying"}
-	r.SyncStartedAt, r.RolloutGeneration = t0.Add(-time.Minute), "docs/docs=12"
+	r.SyncStartedAt, r.ObjectGeneration = t0.Add(-time.Minute), "Rollout/docs/docs=12"
 	return r
 }
 
@@ -67,7 +67,7 @@ func TestRecordRoundTrip(t *testing.T) {
 
 // since are the keys records gained after they were first written: the
 // record writes them, and one written before them still reads.
-var since = []string{"syncStartedAt", "rolloutGeneration"}
+var since = []string{"syncStartedAt", "objectGeneration"}
 
 // TestSchemaListsEveryKey: the schema describes exactly the keys the record
 // writes, in the order Keys lists them, and requires all but the later ones.
@@ -93,10 +93,10 @@ func TestARecordFromBeforeTheOrderKeysReads(t *testing.T) {
 		delete(data, k)
 	}
 	back, err := rr.DecodeRecord(r.Name(), data)
-	if err != nil || !back.SyncStartedAt.IsZero() || back.RolloutGeneration != "" {
+	if err != nil || !back.SyncStartedAt.IsZero() || back.ObjectGeneration != "" {
 		t.Fatalf("%+v %v", back, err)
 	}
-	if got := back.Data(); got["syncStartedAt"] != "" || got["rolloutGeneration"] != "" || len(got) != len(rr.Keys) {
+	if got := back.Data(); got["syncStartedAt"] != "" || got["objectGeneration"] != "" || len(got) != len(rr.Keys) {
 		t.Fatalf("written again %v", got)
 	}
 }
@@ -115,7 +115,7 @@ func TestUnreadableRecords(t *testing.T) {
 		"another release's id":       func(d map[string]string) { d["releaseId"] = "docs@9.9.9:prod-eu/prod" },
 		"an app not the id's":        func(d map[string]string) { d["app"] = "api" },
 		"an unknown kind":            func(d map[string]string) { d["kind"] = "hotfix" },
-		"a generation of no Rollout": func(d map[string]string) { d["rolloutGeneration"] = "7" },
+		"a generation of no Rollout": func(d map[string]string) { d["objectGeneration"] = "7" },
 		"a sync start not a time":    func(d map[string]string) { d["syncStartedAt"] = "soon" },
 	} {
 		data := good.Data()

@@ -58,10 +58,11 @@ type Fact struct {
 type Order struct {
 	// SyncStartedAt is when Argo CD began the sync naming the release.
 	SyncStartedAt time.Time
-	// RolloutGeneration is the Rollout and its metadata.generation,
-	// <namespace>/<name>=<n>: a later release of a Rollout is a later
-	// generation of it.
-	RolloutGeneration string
+	// ObjectGeneration is the metadata.generation of the object that
+	// carries the release (an Argo Rollout, a Flux unit's OCIRepository),
+	// as ObjectGenerationOf writes it: a later release of one object
+	// changes its spec, so it is a later generation of it.
+	ObjectGeneration string
 }
 
 // EventType is a release event.
@@ -232,7 +233,7 @@ func learn(rec Record, f Fact) (Record, []string) {
 		next.Kind, next.RollbackReason = KindRollback, rel.RollbackReason
 		fill(&next.RollbackOf, rel.RollbackOf, "rollback of")
 	}
-	fill(&next.RolloutGeneration, o.RolloutGeneration, "Rollout generation")
+	fill(&next.ObjectGeneration, o.ObjectGeneration, "object generation")
 	if at := o.SyncStartedAt.UTC().Truncate(time.Second); !o.SyncStartedAt.IsZero() && (next.SyncStartedAt.IsZero() || at.Before(next.SyncStartedAt)) {
 		next.SyncStartedAt = at
 		learnt = append(learnt, "sync start "+at.Format(time.RFC3339))

@@ -58,7 +58,7 @@ func revision(r string) func(*rr.Fact) { return func(f *rr.Fact) { f.Release.Git
 func named(id string) func(*rr.Fact) {
 	return func(f *rr.Fact) { f.Release.ID, _ = rr.ParseReleaseID(id) }
 }
-func generation(g string) func(*rr.Fact)      { return func(f *rr.Fact) { f.Order.RolloutGeneration = g } }
+func generation(g string) func(*rr.Fact)      { return func(f *rr.Fact) { f.Order.ObjectGeneration = g } }
 func syncStarted(at time.Time) func(*rr.Fact) { return func(f *rr.Fact) { f.Order.SyncStartedAt = at } }
 func message(m string) func(*rr.Fact)         { return func(f *rr.Fact) { f.Message = m } }
 
@@ -105,10 +105,10 @@ func TestReduce(t *testing.T) {
 			fact: fact(rr.PhaseMerged, revision("4567def")), state: rr.StateHealthy, events: []string{}, why: "already recorded"},
 		// Any fact starts its release's record: facts arrive in no set order.
 		{name: "a Rollout's Progressing before the sync starts the record: progressing and deploying", rec: rr.Record{},
-			fact:  fact(rr.PhaseProgressing, named(idA), generation("docs/docs=8"), hash("hash-a")),
+			fact:  fact(rr.PhaseProgressing, named(idA), generation("Rollout/docs/docs=8"), hash("hash-a")),
 			state: rr.StateProgressing, events: []string{"deploying"}, changed: true, why: "merged by its first fact, progressing",
 			check: func(t *testing.T, r rr.Record) {
-				if r.ReleaseID != idA || !r.MergedAt.Equal(now) || !r.StateAt.Equal(now) || r.RolloutGeneration != "docs/docs=8" ||
+				if r.ReleaseID != idA || !r.MergedAt.Equal(now) || !r.StateAt.Equal(now) || r.ObjectGeneration != "Rollout/docs/docs=8" ||
 					r.PodHash != "hash-a" || r.LastFactPhase != "Progressing" || r.Kind != rr.KindPromote || r.Image != "" {
 					t.Errorf("record %+v", r)
 				}
@@ -154,20 +154,20 @@ func TestReduce(t *testing.T) {
 			}},
 		{name: "a rollback named after the release turned healthy is not taken", rec: at(t, rr.StateHealthy, sent("deploying", "deployed"), func(r *rr.Record) { r.HealthyAt = t0 }),
 			fact: fact(rr.PhaseMerged, rollbackOf(idB)), state: rr.StateHealthy, events: []string{}, why: "already recorded"},
-		{name: "a record with no generation learns it from a repeat", rec: at(t, rr.StateProgressing), fact: fact(rr.PhaseProgressing, generation("docs/docs=8")),
+		{name: "a record with no generation learns it from a repeat", rec: at(t, rr.StateProgressing), fact: fact(rr.PhaseProgressing, generation("Rollout/docs/docs=8")),
 			state: rr.StateProgressing, events: []string{}, changed: true, why: "still progressing",
 			check: func(t *testing.T, r rr.Record) {
-				if r.RolloutGeneration != "docs/docs=8" {
+				if r.ObjectGeneration != "Rollout/docs/docs=8" {
 					t.Errorf("%+v", r)
 				}
 			}},
-		{name: "the first generation named is kept", rec: at(t, rr.StateProgressing, func(r *rr.Record) { r.RolloutGeneration = "docs/docs=8" }),
-			fact: fact(rr.PhaseProgressing, generation("docs/docs=9")), state: rr.StateProgressing, events: []string{}, why: "still progressing"},
+		{name: "the first generation named is kept", rec: at(t, rr.StateProgressing, func(r *rr.Record) { r.ObjectGeneration = "Rollout/docs/docs=8" }),
+			fact: fact(rr.PhaseProgressing, generation("Rollout/docs/docs=9")), state: rr.StateProgressing, events: []string{}, why: "still progressing"},
 		{name: "a first fact after a newer release: superseded at once, nothing sent", rec: rr.Record{},
-			fact:  fact(rr.PhaseProgressing, named(idA), generation("docs/docs=7"), func(f *rr.Fact) { f.Newer = idB }),
+			fact:  fact(rr.PhaseProgressing, named(idA), generation("Rollout/docs/docs=7"), func(f *rr.Fact) { f.Newer = idB }),
 			state: rr.StateSuperseded, events: []string{}, changed: true, why: "first seen after the newer " + idB,
 			check: func(t *testing.T, r rr.Record) {
-				if r.SupersededBy != idB || r.RolloutGeneration != "docs/docs=7" || len(r.EmittedLive) != 0 {
+				if r.SupersededBy != idB || r.ObjectGeneration != "Rollout/docs/docs=7" || len(r.EmittedLive) != 0 {
 					t.Errorf("%+v", r)
 				}
 			}},

@@ -123,7 +123,7 @@ func TestTwoReplicasTakeFactsInAnyOrder(t *testing.T) {
 		t.Fatalf("its sync after: %+v", a)
 	}
 	a := f.record(idA)
-	if a.Image != "ghcr.io/acme/docs:2.1.0" || a.GitRevision == "" || a.RolloutGeneration != "docs/docs=7" || a.SyncStartedAt.Format("15:04") != "10:00" {
+	if a.Image != "ghcr.io/acme/docs:2.1.0" || a.GitRevision == "" || a.ObjectGeneration != "Rollout/docs/docs=7" || a.SyncStartedAt.Format("15:04") != "10:00" {
 		t.Fatalf("2.1.0: %+v", a)
 	}
 	// 2.2.0: the sync first, to replica 1; the Rollout after, to replica 0.

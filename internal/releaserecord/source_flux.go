@@ -166,7 +166,11 @@ func FluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 		}
 		rel.Kind, rel.RollbackOf, rel.RollbackReason = KindRollback, target.String(), oneLine(u.Unit.Annotations[AnnotationRollbackReason])
 	}
-	facts := []Fact{{Release: rel, Phase: PhaseMerged}}
+	merged := Fact{Release: rel, Phase: PhaseMerged}
+	if u.Origin.SourcePin != "" && u.Origin.SourcePin == u.Rollout.Digest {
+		merged.Order.ObjectGeneration = u.Origin.SourceGeneration
+	}
+	facts := []Fact{merged}
 	in := reporter.Input{Project: u.Unit.Project, Version: u.Rollout.Version, RolloutDigest: u.Rollout.Digest, Pin: u.Source.Pin,
 		Source: u.Source.Ready, Unit: u.Unit.Unit, Members: u.Members, Gate: u.Gate, RolloutURL: u.Rollout.URL}
 	phase := func(p Phase) Fact { return Fact{Release: rel, Phase: p, PodHash: podHash(u.Members)} }

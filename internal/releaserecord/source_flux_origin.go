@@ -3,6 +3,7 @@ package releaserecord
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -38,6 +39,10 @@ type Origin struct {
 	// that spec: the source controller moves it only once it stops
 	// retrying, so the Reporter's read sees a first failed fetch late.
 	SourceFailure SourceFailure
+	// SourceGeneration is the source's ObjectGenerationOf while its spec
+	// pins SourcePin: each release moves the pin, so a later release is a
+	// later generation of the unit's source.
+	SourceGeneration, SourcePin string
 }
 
 // SourceFailure is a source's Ready condition about the spec that pins Pin.
@@ -137,11 +142,16 @@ func OriginOf(ks *kustomizev1.Kustomization, repo *sourcev1.OCIRepository) Origi
 		o.ArtifactRevision = repo.Status.Artifact.Revision
 		o.ArtifactOrigin = repo.Status.Artifact.Metadata[OCIRevisionAnnotation]
 	}
+	if repo.Spec.Reference == nil || repo.Spec.Reference.Digest == "" {
+		return o
+	}
+	pin := repo.Spec.Reference.Digest
+	o.SourcePin = pin
+	o.SourceGeneration = ObjectGenerationOf("OCIRepository", repo.Namespace, repo.Name, string(repo.UID), strconv.FormatInt(repo.Generation, 10))
 	// A condition carries the generation it speaks of.
 	ready := apimeta.FindStatusCondition(repo.Status.Conditions, "Ready")
-	if ready != nil && ready.Status == metav1.ConditionFalse && ready.ObservedGeneration == repo.Generation && repo.Spec.Reference != nil {
-		o.SourceFailure = SourceFailure{Pin: repo.Spec.Reference.Digest,
-			Condition: reporter.Condition{Status: string(ready.Status), Reason: ready.Reason, Message: ready.Message}}
+	if ready != nil && ready.Status == metav1.ConditionFalse && ready.ObservedGeneration == repo.Generation {
+		o.SourceFailure = SourceFailure{Pin: pin, Condition: reporter.Condition{Status: string(ready.Status), Reason: ready.Reason, Message: ready.Message}}
 	}
 	return o
 }

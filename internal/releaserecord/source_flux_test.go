@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
@@ -213,5 +216,50 @@ func TestGitRevision(t *testing.T) {
 				t.Fatalf("the merged fact %+v %v", facts, err)
 			}
 		})
+	}
+}
+
+// TestOriginOf: what the unit and its source say of their origin, the
+// source's generation at its pin, and a failure at that generation said
+// before status.observedGeneration reaches it.
+func TestOriginOf(t *testing.T) {
+	const uid = "0b6b2a0e-5d1c-4c1e-9a57-1f0e3c2d4b5a"
+	repo := func(observed, conditionAt int64, status metav1.ConditionStatus) *sourcev1.OCIRepository {
+		r := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "project-docs", UID: uid, Generation: 3},
+			Spec: sourcev1.OCIRepositorySpec{Reference: &sourcev1.OCIRepositoryRef{Digest: pin1}}}
+		r.Status.ObservedGeneration = observed
+		r.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: status, Reason: "OCIArtifactPullFailed", Message: "manifest unknown", ObservedGeneration: conditionAt}}
+		return r
+	}
+	ks := &kustomizev1.Kustomization{}
+	ks.Status.LastAppliedOriginRevision = "main@sha1:abc"
+	o := rr.OriginOf(ks, repo(2, 3, metav1.ConditionFalse))
+	if o.Applied != "main@sha1:abc" || o.SourcePin != pin1 || o.SourceGeneration != "OCIRepository/flux-system/project-docs/"+uid+"=3" {
+		t.Fatalf("%+v", o)
+	}
+	if o.SourceFailure.Pin != pin1 || o.SourceFailure.Status != "False" || o.SourceFailure.Reason != "OCIArtifactPullFailed" {
+		t.Fatalf("the first failed fetch: %+v", o.SourceFailure)
+	}
+	if o := rr.OriginOf(ks, repo(2, 2, metav1.ConditionFalse)); o.SourceFailure.Status != "" {
+		t.Fatalf("a failure of the spec before: %+v", o.SourceFailure)
+	}
+	if o := rr.OriginOf(ks, repo(3, 3, metav1.ConditionTrue)); o.SourceFailure.Status != "" {
+		t.Fatalf("a Ready source: %+v", o.SourceFailure)
+	}
+	unpinned := repo(3, 3, metav1.ConditionFalse)
+	unpinned.Spec.Reference = nil
+	if o := rr.OriginOf(nil, unpinned); o.SourcePin != "" || o.SourceGeneration != "" || o.SourceFailure.Status != "" {
+		t.Fatalf("an unpinned source: %+v", o)
+	}
+	// The merged fact carries the source's generation while it pins the
+	// Rollout's digest, and no order otherwise.
+	u := view()
+	u.Origin = rr.OriginOf(ks, repo(3, 3, metav1.ConditionTrue))
+	if facts, err := rr.FluxFacts(u, "prod-eu", "prod"); err != nil || facts[0].Order.ObjectGeneration != u.Origin.SourceGeneration {
+		t.Fatalf("%+v %v", facts, err)
+	}
+	u.Origin.SourcePin = pin0
+	if facts, err := rr.FluxFacts(u, "prod-eu", "prod"); err != nil || facts[0].Order.ObjectGeneration != "" {
+		t.Fatalf("another pin's generation: %+v %v", facts, err)
 	}
 }

@@ -35,11 +35,13 @@ type rolloutFact struct {
 	Generation         string `json:"generation"`
 	ObservedGeneration string `json:"observedGeneration"`
 	Message            string `json:"message"`
+	// UID is optional: templates written before it render none.
+	UID string `json:"uid"`
 }
 
 // Decode reads a Rollout's fact, held to the schema. Its generation orders
 // the release: a later release of a Rollout changes its spec, so it is a
-// later generation of it.
+// later generation of it (of the same uid, where the fact names it).
 func (Rollouts) Decode(raw []byte) (Claim, error) {
 	var b rolloutFact
 	if err := rolloutsFactSchema.DecodeStrict(raw, &b); err != nil {
@@ -47,7 +49,7 @@ func (Rollouts) Decode(raw []byte) (Claim, error) {
 	}
 	c := Claim{Namespace: b.Namespace, ReleaseID: b.ReleaseID, Generation: b.Generation, ObservedGeneration: b.ObservedGeneration,
 		Fact: Fact{Phase: Phase(b.Phase), Abort: b.Aborted, PodHash: b.PodTemplateHash, Message: b.Message,
-			Order: Order{RolloutGeneration: b.Namespace + "/" + b.Name + "=" + b.Generation}}}
+			Order: Order{ObjectGeneration: ObjectGenerationOf("Rollout", b.Namespace, b.Name, b.UID, b.Generation)}}}
 	if b.ReleaseID == "" {
 		c.Ignore = "the Rollout " + b.Namespace + "/" + b.Name + " carries no release id: not tracked"
 	}
