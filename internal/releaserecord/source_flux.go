@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -223,15 +224,15 @@ func FluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 	return append(facts, Fact{Release: rel, Phase: PhaseProgressing}), nil
 }
 
-// analysing reports whether a member's Canary is taking a new spec through
-// Flagger's analysis or promotion.
+// analysingPhases are Flagger's phases of a Canary taking a new spec
+// through its analysis or promotion.
+var analysingPhases = []string{release.PhaseProgressing, release.PhaseWaiting, release.PhaseWaitingPromotion,
+	release.PhasePromoting, release.PhaseFinalising}
+
+// analysing reports whether a member's Canary is in one of them.
 func analysing(members []reporter.Member) bool {
 	for _, m := range members {
-		if !m.State.HasCanary {
-			continue
-		}
-		switch m.State.Canary.Phase {
-		case release.PhaseProgressing, release.PhaseWaiting, release.PhaseWaitingPromotion, release.PhasePromoting, release.PhaseFinalising:
+		if m.State.HasCanary && slices.Contains(analysingPhases, m.State.Canary.Phase) {
 			return true
 		}
 	}
