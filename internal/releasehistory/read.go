@@ -211,7 +211,11 @@ type View struct {
 	SupersededBy   string     `json:"supersededBy"`
 	HealthyAt      *time.Time `json:"healthyAt"`
 	RolledBackBy   string     `json:"rolledBackBy"`
-	Outcome        Outcome    `json:"outcome"`
+	// SyncStartedAt and ObjectGeneration order the release among its
+	// service's (releaserecord.Newer).
+	SyncStartedAt    *time.Time `json:"syncStartedAt"`
+	ObjectGeneration string     `json:"objectGeneration"`
+	Outcome          Outcome    `json:"outcome"`
 	// LeadTimeSeconds is merged to healthy; null when never healthy.
 	LeadTimeSeconds *float64 `json:"leadTimeSeconds"`
 }
@@ -238,7 +242,8 @@ func ViewOf(r rr.Record) View {
 		State: r.State, StateAt: timeOrNull(r.StateAt), MergedAt: timeOrNull(r.MergedAt), LastFactAt: timeOrNull(r.LastFactAt),
 		LastFactPhase: r.LastFactPhase, PodHash: r.PodHash, Drift: r.Drift, LastError: r.LastError,
 		EmittedLive: orEmpty(r.EmittedLive), EmittedShadow: orEmpty(r.EmittedShadow), SupersededBy: r.SupersededBy,
-		HealthyAt: timeOrNull(r.HealthyAt), RolledBackBy: r.RolledBackBy, Outcome: OutcomeOf(r)}
+		HealthyAt: timeOrNull(r.HealthyAt), RolledBackBy: r.RolledBackBy, SyncStartedAt: timeOrNull(r.SyncStartedAt),
+		ObjectGeneration: r.ObjectGeneration, Outcome: OutcomeOf(r)}
 	if d, ok := LeadTime(r); ok {
 		s := d.Seconds()
 		v.LeadTimeSeconds = &s

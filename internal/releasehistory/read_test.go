@@ -162,6 +162,7 @@ func TestCacheReadsNewestFirst(t *testing.T) {
 func history(t *testing.T) []rr.Record {
 	failedRec := rec(t, "2", rr.StateAborted, ago(3*time.Hour), ago(2*time.Hour))
 	failedRec.LastError = `<img src=x onerror="document.title='injected'">`
+	failedRec.SyncStartedAt, failedRec.ObjectGeneration = ago(3*time.Hour), "Rollout/docs/docs=2"
 	shop, err := rr.NewReleaseID("shop", "9", "prod-eu", "prod")
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +218,11 @@ func TestReadAPIAnswers(t *testing.T) {
 				t.Fatal(body)
 			}
 		}},
+		{"/v1/releases/docs@3:prod-eu/prod", 200, rh.ReleaseAnswer, func(t *testing.T, body string) {
+			if !strings.Contains(body, `"syncStartedAt":null`) || !strings.Contains(body, `"objectGeneration":""`) {
+				t.Fatal(body)
+			}
+		}},
 		{"/v1/releases?limit=1", 200, rh.ReleasesAnswer, func(t *testing.T, body string) {
 			if !strings.Contains(body, `"truncated":true`) {
 				t.Fatal(body)
@@ -230,7 +236,8 @@ func TestReadAPIAnswers(t *testing.T) {
 		{"/v1/releases?state=happy", 400, nil, nil},
 		{"/v1/releases?colour=red", 400, nil, nil},
 		{"/v1/releases/docs@2:prod-eu/prod", 200, rh.ReleaseAnswer, func(t *testing.T, body string) {
-			if !strings.Contains(body, `"outcome":"failed"`) || !strings.Contains(body, `"healthyAt":null`) || !strings.Contains(body, `\u003cimg`) {
+			if !strings.Contains(body, `"outcome":"failed"`) || !strings.Contains(body, `"healthyAt":null`) || !strings.Contains(body, `\u003cimg`) ||
+				!strings.Contains(body, `"syncStartedAt":"2026-11-20T09:00:00Z"`) || !strings.Contains(body, `"objectGeneration":"Rollout/docs/docs=2"`) {
 				t.Fatal(body)
 			}
 		}},
