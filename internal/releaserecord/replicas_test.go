@@ -51,22 +51,30 @@ func newFleet(t *testing.T) *fleet {
 	return f
 }
 
-// post sends a fact to replica i and holds the answer to code.
-func (f *fleet) post(i int, path, body string, code int) rr.Answer {
-	f.t.Helper()
+// send posts a fact to replica i; it fails nothing, so it may run off the
+// test's goroutine.
+func (f *fleet) send(i int, path, body string) (int, rr.Answer, error) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, f.urls[i]+path, strings.NewReader(body))
 	if err != nil {
-		f.t.Fatal(err)
+		return 0, rr.Answer{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		f.t.Fatal(err)
+		return 0, rr.Answer{}, err
 	}
 	defer resp.Body.Close()
 	var a rr.Answer
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != code {
-		f.t.Fatalf("replica %d %s: %d %+v %v, want %d", i, path, resp.StatusCode, a, err, code)
+	err = json.NewDecoder(resp.Body).Decode(&a)
+	return resp.StatusCode, a, err
+}
+
+// post sends a fact to replica i and holds the answer to code.
+func (f *fleet) post(i int, path, body string, code int) rr.Answer {
+	f.t.Helper()
+	got, a, err := f.send(i, path, body)
+	if err != nil || got != code {
+		f.t.Fatalf("replica %d %s: %d %+v %v, want %d", i, path, got, a, err, code)
 	}
 	return a
 }
@@ -150,8 +158,12 @@ func TestTwoReplicasTakeFactsInAnyOrder(t *testing.T) {
 func TestTwoReplicasKeepEverySentEvent(t *testing.T) {
 	f := newFleet(t)
 	f.post(0, "/facts/prod-eu", rolloutOf(idA, "Progressing", "7"), 200)
+	// The other replica's fact runs inside replica 0's send, off the test's
+	// goroutine: it reports, it does not stop the test.
 	f.svcs[0].Sink = &racingSink{Sink: f.svcs[0].Sink, other: func() {
-		f.post(1, "/facts/prod-eu", rolloutOf(idA, "Healthy", "7"), 200)
+		if code, a, err := f.send(1, "/facts/prod-eu", rolloutOf(idA, "Healthy", "7")); err != nil || code != 200 {
+			t.Errorf("the other replica's Healthy: %d %+v %v", code, a, err)
+		}
 	}}
 	degraded := rollout(func(m map[string]any) { m["phase"], m["aborted"], m["message"] = "Degraded", true, "analysis failed" })
 	if a := f.post(0, "/facts/prod-eu", degraded, 200); !slices.Equal(a.Events, []string{"failed.aborted"}) || a.State != rr.StateHealthy {
