@@ -52,8 +52,3 @@ func (l Loop) Run(ctx context.Context, pass func(context.Context)) error {
 		}
 	}
 }
-
-// EveryChange is a Loop over stores that waits tick between passes.
-func EveryChange(ctx context.Context, tick time.Duration, pass func(context.Context), stores ...jetstream.KeyValue) error {
-	return Loop{Stores: stores, Wait: func() time.Duration { return tick }}.Run(ctx, pass)
-}

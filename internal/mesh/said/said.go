@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -70,6 +71,60 @@ type Teller struct {
 	JS     jetstream.JetStream
 	Said   jetstream.KeyValue
 	Logger *slog.Logger
+
+	// known is every key this teller knows said, and since when, so an
+	// event said before costs no round trip; Load fills it from the bucket
+	// at once. Keys older than Kept are swept, as the bucket expires them.
+	mu      sync.Mutex
+	known   map[string]time.Time
+	sweepAt int
+}
+
+// Load reads every record of an event said into memory, in one watch of
+// the bucket: a restarted teller then says nothing again without asking
+// the bus event by event.
+func (t *Teller) Load(ctx context.Context) error {
+	entries, err := bus.ReadAll(ctx, t.Said)
+	if err != nil {
+		return err
+	}
+	for key, value := range entries {
+		if string(value) == done {
+			t.remember(key)
+		}
+	}
+	return nil
+}
+
+// Known is whether e is known said, without asking the bus.
+func (t *Teller) Known(e Event) bool {
+	key, err := Key(e)
+	if err != nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.known[key]
+	return ok
+}
+
+func (t *Teller) remember(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if t.known == nil {
+		t.known, t.sweepAt = map[string]time.Time{}, 1<<16
+	}
+	t.known[key] = now
+	if len(t.known) < t.sweepAt {
+		return
+	}
+	for k, at := range t.known {
+		if now.Sub(at) > Kept {
+			delete(t.known, k)
+		}
+	}
+	t.sweepAt = max(2*len(t.known), 1<<16)
 }
 
 // Open makes the said bucket and the events stream where they are not.
@@ -97,6 +152,9 @@ func (t *Teller) Tell(ctx context.Context, e Event, body any) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if t.Known(e) {
+		return false, nil
+	}
 	revision, err := t.Said.Create(ctx, key, []byte(pending))
 	if bus.IsConflict(err) {
 		entry, gerr := t.Said.Get(ctx, key)
@@ -104,6 +162,7 @@ func (t *Teller) Tell(ctx context.Context, e Event, body any) (bool, error) {
 			return false, fmt.Errorf("read %s: %w", key, gerr)
 		}
 		if string(entry.Value()) == done {
+			t.remember(key)
 			return false, nil
 		}
 		revision, err = entry.Revision(), nil
@@ -122,6 +181,7 @@ func (t *Teller) Tell(ctx context.Context, e Event, body any) (bool, error) {
 	if _, err := t.Said.Update(ctx, key, []byte(done), revision); err != nil && !bus.IsConflict(err) {
 		return false, fmt.Errorf("remember %s: %w", key, err)
 	}
+	t.remember(key)
 	if ack.Duplicate {
 		return false, nil
 	}

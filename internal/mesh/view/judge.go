@@ -78,17 +78,19 @@ type Input struct {
 // haves at now. A place is one a want names; a have no want names is not
 // judged.
 func Judge(in Input) Picture {
-	p := Picture{Revision: in.Source.Revision}
+	p := Picture{Revision: in.Source.Revision, Cells: make([]Cell, 0, len(in.Wants))}
+	haves := make([]bus.Have, 0, len(in.Wants)) // one allocation for every cell's have
 	for place, w := range in.Wants {
 		c := Cell{Place: place, Want: w, Since: w.At}
 		if h, ok := in.Haves[place]; ok {
-			c.Have = &h
+			haves = append(haves, h)
+			c.Have = &haves[len(haves)-1]
 			if changed := h.Changed(); changed.After(c.Since) {
 				c.Since = changed
 			}
 		}
 		switch {
-		case c.Have != nil && c.Have.Digest == w.Digest && c.Have.RunsHealthy(w.Fingerprint):
+		case settled(w, c.Have):
 			c.State = StateSettled
 		case in.Now.Sub(c.Since) >= in.StuckAfter:
 			c.State = StateStuck
@@ -102,6 +104,11 @@ func Judge(in Input) Picture {
 	})
 	p.Delivered, p.Offline = delivered(in, p.Cells)
 	return p
+}
+
+// settled is whether h runs what w names, healthy.
+func settled(w bus.Want, h *bus.Have) bool {
+	return h != nil && h.Digest == w.Digest && h.RunsHealthy(w.Fingerprint)
 }
 
 // delivered holds a revision to every node of every module it names: each
@@ -124,43 +131,41 @@ func delivered(in Input, cells []Cell) (bool, []string) {
 			online[place.Node] = true
 		}
 	}
-	nodes := map[string]map[string]bool{} // module → its nodes
-	for _, r := range in.Registrations {
-		if _, named := in.Source.Modules[r.Module]; named {
-			nodes[r.Module] = map[string]bool{}
-			for _, n := range r.Nodes {
-				nodes[r.Module][n] = true
-			}
-		}
-	}
-	if len(nodes) != len(in.Source.Modules) {
-		return false, nil
-	}
-	for _, c := range cells {
-		if ns, named := nodes[c.Module]; named {
-			ns[c.Node] = true
-		}
-	}
-	settled := map[Place]bool{}
-	for _, c := range cells {
-		if c.Want.Fingerprint == in.Source.Modules[c.Module] && c.State == StateSettled {
-			settled[c.Place] = true
-		}
-	}
+	runs := map[string]bool{} // the named modules that run settled somewhere
+	registered := map[string]bool{}
 	offline := map[string]bool{}
-	for module, ns := range nodes {
-		runs := false
-		for n := range ns {
-			switch {
-			case settled[Place{Node: n, Module: module}]:
-				runs = true
-			case !online[n]:
-				offline[n] = true
-			default:
+	// ok is whether a place the revision holds to lets it be delivered.
+	ok := func(node, module string, isSettled bool) bool {
+		switch {
+		case isSettled:
+			runs[module] = true
+		case !online[node]:
+			offline[node] = true
+		default:
+			return false
+		}
+		return true
+	}
+	// Every node that wants a named module...
+	for _, c := range cells {
+		if fp, named := in.Source.Modules[c.Module]; named && !ok(c.Node, c.Module, c.Want.Fingerprint == fp && c.State == StateSettled) {
+			return false, nil
+		}
+	}
+	// ...and every registered node that does not want it yet.
+	for _, r := range in.Registrations {
+		if _, named := in.Source.Modules[r.Module]; !named {
+			continue
+		}
+		registered[r.Module] = true
+		for _, n := range r.Nodes {
+			if _, wanted := in.Wants[Place{Node: n, Module: r.Module}]; !wanted && !ok(n, r.Module, false) {
 				return false, nil
 			}
 		}
-		if !runs {
+	}
+	for module := range in.Source.Modules {
+		if !registered[module] || !runs[module] {
 			return false, nil // offline everywhere is delivered nowhere
 		}
 	}
@@ -221,19 +226,28 @@ func (e Event) Attrs() []slog.Attr {
 // Events is what a picture has to say; the view says each one whose ID it
 // has not said before.
 func Events(p Picture) []Event {
-	var out []Event
+	out := make([]Event, 0, len(p.Cells)+1)
 	for _, c := range p.Cells {
-		out = append(out, Event{What: Kind(c.State), Node: c.Node, Module: c.Module,
-			Fingerprint: c.Want.Fingerprint, Digest: c.Want.Digest, Since: c.Since})
+		out = append(out, cellEvent(c))
 	}
 	if p.Delivered {
-		var since time.Time
-		for _, c := range p.Cells {
-			if c.Since.After(since) {
-				since = c.Since
-			}
-		}
-		out = append(out, Event{What: KindDelivered, Revision: p.Revision, Offline: p.Offline, Since: since})
+		out = append(out, deliveredEvent(p))
 	}
 	return out
+}
+
+// cellEvent is what a place's cell says.
+func cellEvent(c Cell) Event {
+	return Event{What: Kind(c.State), Node: c.Node, Module: c.Module, Fingerprint: c.Want.Fingerprint, Digest: c.Want.Digest, Since: c.Since}
+}
+
+// deliveredEvent is the revision delivered, since its last place moved.
+func deliveredEvent(p Picture) Event {
+	var since time.Time
+	for _, c := range p.Cells {
+		if c.Since.After(since) {
+			since = c.Since
+		}
+	}
+	return Event{What: KindDelivered, Revision: p.Revision, Offline: p.Offline, Since: since}
 }

@@ -292,3 +292,77 @@ func TestTheSaidRecordsExpire(t *testing.T) {
 		t.Fatalf("the said bucket keeps its records %s, not %s", status.TTL(), said.Kept)
 	}
 }
+
+// TestTheRunningViewFollowsTheBus, on the real server: the running view
+// says each place as its have changes and the revision delivered once the
+// last one settles; a view started again after it says nothing it said,
+// only what changed since.
+func TestTheRunningViewFollowsTheBus(t *testing.T) {
+	w := newWorldAt(t, testenv.NewNATS(t).URL)
+	events, err := w.nc.SubscribeSync("mesh.events.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(what string) view.Event {
+		t.Helper()
+		m, err := events.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("no event %s: %v\n%s", what, err, w.logs)
+		}
+		var e view.Event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	run := func() func() {
+		v := w.view(t0.Add(time.Minute))
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- v.Run(ctx, time.Hour) }()
+		return func() {
+			cancel()
+			if err := <-ran; !errors.Is(err, context.Canceled) {
+				t.Errorf("Run ended with %v", err)
+			}
+		}
+	}
+	first := run()
+	v := w.view(t0)
+	if err := view.WriteSource(context.Background(), v.Sources, view.Source{Revision: "abc123", Modules: map[string]string{"web": "f2"}, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	// n2 is online, with nothing of web yet.
+	w.put(w.bus.Haves, key(bus.HaveKey, "n2", "db"), have("", "", bus.PhaseRunning, bus.Unknown, t0))
+	modKey, _ := bus.ModuleKey("web")
+	w.put(w.bus.Modules, modKey, bus.Registration{Module: "web", Nodes: []string{"n1", "n2"}, Providers: []string{}})
+	w.put(w.bus.Haves, key(bus.HaveKey, "n1", "web"), have("f2", dB, bus.PhaseRunning, bus.Healthy, t0))
+	w.put(w.bus.Wants, key(bus.WantKey, "n1", "web"), want("f2", dB, t0))
+	// A place may be said moving first: the watches of the wants and the
+	// haves deliver in no order between them.
+	until := func(what string, ok func(view.Event) bool) {
+		t.Helper()
+		for {
+			e := next(what)
+			if ok(e) {
+				return
+			}
+			if e.What != view.KindMoving {
+				t.Fatalf("said %+v before %s", e, what)
+			}
+		}
+	}
+	until("n1 settled", func(e view.Event) bool { return e.What == view.KindSettled && e.Node == "n1" })
+	w.put(w.bus.Haves, key(bus.HaveKey, "n2", "web"), have("f2", dB, bus.PhaseRunning, bus.Healthy, t0))
+	w.put(w.bus.Wants, key(bus.WantKey, "n2", "web"), want("f2", dB, t0))
+	until("delivered", func(e view.Event) bool { return e.What == view.KindDelivered && e.Revision == "abc123" })
+	until("n2 settled", func(e view.Event) bool { return e.What == view.KindSettled && e.Node == "n2" })
+	first()
+
+	second := run()
+	defer second()
+	w.put(w.bus.Wants, key(bus.WantKey, "n3", "web"), want("f2", dB, t0))
+	if e := next("n3 moving, and nothing said again"); e.What != view.KindMoving || e.Node != "n3" {
+		t.Fatalf("the view started again said %+v", e)
+	}
+}

@@ -44,19 +44,25 @@ func New(b *bus.Bus, teller *said.Teller, reg prometheus.Registerer, logger *slo
 // Pass reads the wants and haves, sets the gauges and says the new stalls;
 // it answers the stalls it said now.
 func (w *Watchman) Pass(ctx context.Context) ([]Stall, error) {
-	skipped := func(bucket string) func(string, error) {
-		return func(key string, err error) {
-			w.Logger.Warn("document skipped", slog.String("bucket", bucket), slog.String("key", key), slog.String("error", err.Error()))
-		}
-	}
-	wants, err := bus.ReadPlaces(ctx, w.Bus.Wants, bus.KindWant, bus.DecodeWant, skipped(bus.WantsBucket))
+	wants, err := bus.ReadPlaces(ctx, w.Bus.Wants, bus.KindWant, bus.DecodeWant, w.skipped(bus.WantsBucket))
 	if err != nil {
 		return nil, err
 	}
-	haves, err := bus.ReadPlaces(ctx, w.Bus.Haves, bus.KindHave, bus.DecodeHave, skipped(bus.HavesBucket))
+	haves, err := bus.ReadPlaces(ctx, w.Bus.Haves, bus.KindHave, bus.DecodeHave, w.skipped(bus.HavesBucket))
 	if err != nil {
 		return nil, err
 	}
+	return w.pass(ctx, wants, haves)
+}
+
+func (w *Watchman) skipped(bucket string) func(string, error) {
+	return func(key string, err error) {
+		w.Logger.Warn("document skipped", slog.String("bucket", bucket), slog.String("key", key), slog.String("error", err.Error()))
+	}
+}
+
+// pass sets the gauges from wants and haves and says the new stalls.
+func (w *Watchman) pass(ctx context.Context, wants map[bus.Place]bus.Want, haves map[bus.Place]bus.Have) ([]Stall, error) {
 	pulses := Owed(wants, haves, w.Now(), w.StallAfter)
 	owed, stalled := map[string]float64{}, map[string]float64{}
 	var told []Stall
@@ -85,12 +91,45 @@ func (w *Watchman) Pass(ctx context.Context) ([]Stall, error) {
 	return told, failed
 }
 
-// Run passes on every change of a want or a have and every tick, until ctx
-// ends.
+// Run follows the wants and the haves, one watch each, decoding only what
+// changed, and passes from memory on every change and every tick (a pulse
+// turns a stall with time alone), until ctx ends. What was said before is
+// read once at the start.
 func (w *Watchman) Run(ctx context.Context, tick time.Duration) error {
-	return bus.EveryChange(ctx, tick, func(ctx context.Context) {
-		if _, err := w.Pass(ctx); err != nil && ctx.Err() == nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := w.Teller.Load(ctx); err != nil {
+		return err
+	}
+	wants, err := bus.Follow(ctx, w.Bus.Wants, bus.Places(bus.KindWant, bus.DecodeWant), w.skipped(bus.WantsBucket))
+	if err != nil {
+		return err
+	}
+	haves, err := bus.Follow(ctx, w.Bus.Haves, bus.Places(bus.KindHave, bus.DecodeHave), w.skipped(bus.HavesBucket))
+	if err != nil {
+		return err
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wants.Changed():
+		case <-haves.Changed():
+		case <-timer.C:
+		}
+		ws, err := wants.Docs()
+		if err != nil {
+			return err
+		}
+		hs, err := haves.Docs()
+		if err != nil {
+			return err
+		}
+		if _, err := w.pass(ctx, ws, hs); err != nil && ctx.Err() == nil {
 			w.Logger.Error("pass failed", slog.String("error", err.Error()))
 		}
-	}, w.Bus.Wants, w.Bus.Haves)
+		timer.Reset(tick)
+	}
 }
