@@ -58,7 +58,7 @@ func StartProcess(dir string, c composition.Command, output io.Writer) (*Process
 
 // errNotOurs is how an adopted process ended: not the agent's child, its
 // status is not the agent's to read.
-var errNotOurs = errors.New("it ended (started by an earlier agent, its status unknown)")
+var errNotOurs = errors.New("started by an earlier agent, its exit status unknown")
 
 // Adopt takes over the process group pid that an earlier agent started
 // from the version folder dir, when its leader still runs from there, so an
