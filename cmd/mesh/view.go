@@ -91,9 +91,10 @@ func viewCommand(in invocation) *cobra.Command {
 	return &cobra.Command{
 		Use:   "view",
 		Short: "Say when a revision is delivered, and each module on each node moving, settled or stuck",
-		Long: "mesh view watches source.main, the wants and the haves, and says each event once, as a JSON log line\n" +
-			"and on mesh.events.<kind> (delivered, moving, settled, stuck), until it is stopped. What it said is kept\n" +
-			"on the bus (mesh_view), so a restarted view does not say it again. A bad variable exits 2, a lost bus 1.",
+		Long: "mesh view watches source.main, the registrations, the wants and the haves, and says each event once,\n" +
+			"as a JSON log line and on mesh.events.<kind> (delivered, moving, settled, stuck), until it is stopped.\n" +
+			"What it said is kept on the bus (mesh_said), so a restarted view does not say it again. A bad variable\n" +
+			"exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env := settings.New(in.getenv)
@@ -130,8 +131,9 @@ func statusCommand(in invocation) *cobra.Command {
 		Short: "Print each module on each node: its want beside its have, and where it stands",
 		Long: "mesh status prints the source revision and whether it is delivered, then a row per module and node:\n" +
 			"the want's fingerprint (and its owner when not the rules), the have's fingerprint, phase and health,\n" +
-			"and moving, settled or stuck, coloured on a terminal. It exits 0 delivered, 3 not delivered, 1 when\n" +
-			"the bus cannot be read.",
+			"and moving, settled or stuck, coloured on a terminal. Delivered is every registered node of every module\n" +
+			"the revision names running it healthy, or offline (no have within ONLINE_WINDOW). It exits 0 delivered,\n" +
+			"3 not delivered, 1 when the bus cannot be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env := settings.New(in.getenv)

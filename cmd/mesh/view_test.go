@@ -9,13 +9,20 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // TestSourceThenStatus runs mesh source and mesh status whole against an
 // embedded bus: the revision written, then the table and the exit code of
-// a revision not yet delivered, then delivered.
-func TestSourceThenStatus(t *testing.T) {
-	url := bustest.Embedded(t)
+// a revision not yet delivered (moving; stuck under heartbeats; a
+// registered node online without a want), then delivered without the node
+// gone offline.
+func TestSourceThenStatus(t *testing.T) { sourceThenStatus(t, bustest.Embedded(t)) }
+
+// TestSourceThenStatusOnTheRealServer is the same on the built nats-server.
+func TestSourceThenStatusOnTheRealServer(t *testing.T) { sourceThenStatus(t, testenv.NewNATS(t).URL) }
+
+func sourceThenStatus(t *testing.T, url string) {
 	vars := env(map[string]string{natsURL.Name: url})
 	mesh := func(args ...string) (int, string, string) {
 		var out, logs bytes.Buffer
