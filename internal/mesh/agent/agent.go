@@ -328,6 +328,10 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 		a.attemptFailed(ctx, module, running, tries, err)
 		return
 	}
+	// From here what ran before stops: the have says so, not that it
+	// still runs healthy.
+	a.writeHave(ctx, module, bus.Have{Fingerprint: running.Fingerprint, Digest: running.Digest, Phase: bus.PhaseApplying,
+		Health: bus.Unknown, Attempt: tries, Reason: "stopping what runs for " + want.Fingerprint})
 	a.stopRun(module)
 	if err := a.Layout.Switch(module, want.Digest); err != nil {
 		a.attemptFailed(ctx, module, running, tries, err)

@@ -107,6 +107,10 @@ func (a *Agent) bringUp(ctx context.Context, module string, version Running, doc
 	if p == nil {
 		p, err = a.spawn(module, doc, dir)
 	}
+	if err == nil && fresh {
+		a.writeHave(ctx, module, bus.Have{Fingerprint: version.Fingerprint, Digest: version.Digest, Phase: bus.PhaseApplying, Health: bus.Unknown,
+			Attempt: bus.Attempt{Fingerprint: version.Fingerprint, Digest: version.Digest}, Reason: fmt.Sprintf("started; its check has %s to pass", a.HealthWithin)})
+	}
 	if err == nil {
 		err = WaitHealthy(ctx, p, doc.Health, dir, a.HealthWithin)
 	}

@@ -216,6 +216,34 @@ func TestTheHaveNamesWhatRuns(t *testing.T) {
 	if h.Fingerprint != "f1" || h.Health != bus.Healthy || h.Attempt != tries || !strings.Contains(h.Reason, "the disk is full") || n.serves() != "f1" {
 		t.Fatalf("after the failed backup the have is %+v, serving %q", h, n.serves())
 	}
+
+	// A whole apply, have by have: what runs named at each step.
+	haves := n.watchHaves(t)
+	d3, _ := n.composeDoc(n.signer, "f3", nil, true)
+	g.answer <- nil
+	n.want("f3", d3)
+	<-g.asked
+	f3 := bus.Attempt{Fingerprint: "f3", Digest: d3}
+	// The watch gives the have before the apply first.
+	haves.next("f1 healthy beside f3 while backing up", func(h bus.Have) bool {
+		return h.Phase == bus.PhaseApplying && h.Fingerprint == "f1" && h.Health == bus.Healthy && h.Attempt == f3
+	})
+	for _, step := range []struct {
+		what string
+		ok   func(bus.Have) bool
+	}{
+		{"f1 stopping", func(h bus.Have) bool {
+			return h.Phase == bus.PhaseApplying && h.Fingerprint == "f1" && h.Health == bus.Unknown && h.Attempt == f3
+		}},
+		{"f3 started, proving itself", func(h bus.Have) bool {
+			return h.Phase == bus.PhaseApplying && h.Fingerprint == "f3" && h.Health == bus.Unknown && h.Attempt == f3
+		}},
+		{"f3 running healthy", func(h bus.Have) bool { return running("f3")(h) && h.Attempt == bus.Attempt{} }},
+	} {
+		if h := haves.next(step.what, func(bus.Have) bool { return true }); !step.ok(h) {
+			t.Fatalf("where the have should say %s it is %+v", step.what, h)
+		}
+	}
 }
 
 // TestARestartedAgentRestartsNothingThatDidNotChange: an agent stopped
