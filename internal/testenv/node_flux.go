@@ -1,10 +1,12 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -149,12 +152,15 @@ func (n *Node) installFluxCRDs(ctx context.Context) error {
 
 func (n *Node) waitEstablished(ctx context.Context, name string) error {
 	return waitFor(ctx, "CRD "+name+" to be established", func() (bool, string) {
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := n.Client.Get(ctx, client.ObjectKey{Name: name}, &crd); err != nil {
+		// Read as unstructured: the clients' scheme holds no apiextensions.
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		if err := n.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 			return false, err.Error()
 		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok && m["type"] == string(apiextensionsv1.Established) && m["status"] == "True" {
 				return true, ""
 			}
 		}
@@ -218,7 +224,8 @@ func (f *Flux) serveRegistry() error {
 	if err != nil {
 		return fmt.Errorf("serve the registry: %w", err)
 	}
-	reg := registry.New(registry.Logger(nil))
+	// Its log of every request is noise in a test's output.
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	f.Registry = ln.Addr().String()
 	f.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.RegistryFails.Load() {
@@ -254,13 +261,11 @@ func (f *Flux) Push(ctx context.Context, dir, repository, tag, source, revision 
 	cmd := exec.CommandContext(ctx, f.cli, "push", "artifact", ref, "--path="+dir, //nolint:gosec // the cached flux CLI
 		"--source="+source, "--revision="+revision, "--insecure-registry", "--output=json")
 	cmd.Env = append(os.Environ(), "HOME="+f.node.dir)
-	out, err := cmd.Output()
+	// The CLI prints its answer through cobra, on standard error unless told
+	// otherwise, so both streams are read.
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return Artifact{}, fmt.Errorf("flux push artifact %s: %w: %s", ref, err, exit.Stderr)
-		}
-		return Artifact{}, fmt.Errorf("flux push artifact %s: %w", ref, err)
+		return Artifact{}, fmt.Errorf("flux push artifact %s: %w: %s", ref, err, out)
 	}
 	digest := pushedDigest(out)
 	if digest == "" {
@@ -272,7 +277,11 @@ func (f *Flux) Push(ctx context.Context, dir, repository, tag, source, revision 
 // pushedDigest reads the digest from flux push artifact's JSON answer.
 func pushedDigest(out []byte) string {
 	var answer struct{ Digest string }
-	if json.Unmarshal(out, &answer) != nil || !strings.HasPrefix(answer.Digest, "sha256:") {
+	start := bytes.IndexByte(out, '{')
+	if start < 0 {
+		return ""
+	}
+	if json.NewDecoder(bytes.NewReader(out[start:])).Decode(&answer) != nil || !strings.HasPrefix(answer.Digest, "sha256:") {
 		return ""
 	}
 	return answer.Digest
