@@ -24,7 +24,7 @@ import (
 // and f2 is not wanted. Without the hold it is.
 func TestAHoldItsWatchHasNotDeliveredIsNotPassedOver(t *testing.T) {
 	ctx := context.Background()
-	b := bustest.Open(t, testenv.NewNATS(t).URL, 1)
+	b := bustest.Open(t, bustest.Embedded(t), 1)
 	a := &Assigner{Bus: b, Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	st := newState()
 	st.registrations["module.web"] = bus.Registration{Module: "web", Nodes: []string{"n1"}, Providers: []string{}}
