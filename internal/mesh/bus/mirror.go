@@ -31,21 +31,26 @@ func Follow[K comparable, T any](ctx context.Context, kv jetstream.KeyValue, par
 	}
 	m := &Mirror[K, T]{docs: map[K]T{}, keys: map[string]K{}, wake: make(chan struct{}, 1), parse: parse}
 	take := func(e jetstream.KeyValueEntry) {
+		// Decoded before the lock, so a reader never waits on a decode.
+		put := e.Operation() == jetstream.KeyValuePut
+		var k K
+		var doc T
+		var err error
+		if put {
+			if k, doc, err = m.parse(e.Key(), e.Value()); err != nil {
+				skipped(e.Key(), err)
+				put = false
+			}
+		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if old, ok := m.keys[e.Key()]; ok {
 			delete(m.docs, old)
 			delete(m.keys, e.Key())
 		}
-		if e.Operation() != jetstream.KeyValuePut {
-			return
+		if put {
+			m.docs[k], m.keys[e.Key()] = doc, k
 		}
-		k, doc, err := m.parse(e.Key(), e.Value())
-		if err != nil {
-			skipped(e.Key(), err)
-			return
-		}
-		m.docs[k], m.keys[e.Key()] = doc, k
 	}
 	for initial := true; initial; {
 		select {

@@ -59,6 +59,11 @@ func (v *View) progressed(haves map[bus.Place]bus.Have) map[bus.Place]bus.Have {
 		}
 		out[p] = h
 	}
+	for p := range v.seen {
+		if _, ok := haves[p]; !ok {
+			delete(v.seen, p) // a have deleted is forgotten
+		}
+	}
 	return out
 }
 
@@ -241,6 +246,17 @@ func (v *View) Run(ctx context.Context, tick time.Duration) error {
 				}
 			}
 			mu.Unlock()
+		}
+		if len(told) > len(p.Cells) { // a want deleted is forgotten
+			wanted := make(map[Place]bool, len(p.Cells))
+			for _, c := range p.Cells {
+				wanted[c.Place] = true
+			}
+			for pl := range told {
+				if !wanted[pl] {
+					delete(told, pl)
+				}
+			}
 		}
 		timer.Reset(tick)
 	}
