@@ -1,0 +1,137 @@
+package grants
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// matches is the server's subject match: * is one token, > the rest.
+func matches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, tok := range p {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || tok != "*" && tok != s[i] {
+			return false
+		}
+	}
+	return len(p) == len(s)
+}
+
+func allowed(patterns []string, subject string) bool {
+	for _, p := range patterns {
+		if matches(p, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFor(t *testing.T) {
+	nodes := []string{"n1", "n2", "web.api"}
+	const (
+		wantsN1   = "$JS.API.CONSUMER.CREATE.KV_mesh_wants.c1.$KV.mesh_wants.want.n1.>"
+		wantsAll  = "$JS.API.CONSUMER.CREATE.KV_mesh_wants.c1.$KV.mesh_wants.>"
+		composed1 = "$JS.API.STREAM.INFO.KV_composed-n1"
+		composed2 = "$JS.API.STREAM.INFO.KV_composed-n2"
+		watch2    = "$JS.API.CONSUMER.CREATE.KV_composed-n2.c1.$KV.composed-n2.>"
+		getWant2  = "$JS.API.DIRECT.GET.KV_mesh_wants.$KV.mesh_wants.want.n2.web"
+	)
+	for _, tc := range []struct {
+		name    string
+		part    Part
+		node    string
+		subject string
+		sub     bool // a subscription, not a publish
+		want    bool
+	}{
+		{"the agent watches its own wants", Agent, "n1", wantsN1, false, true},
+		{"the agent reads its own want", Agent, "n1", "$JS.API.DIRECT.GET.KV_mesh_wants.$KV.mesh_wants.want.n1.web", false, true},
+		{"the agent does not watch every want", Agent, "n1", wantsAll, false, false},
+		{"the agent does not read another node's want", Agent, "n1", getWant2, false, false},
+		{"the agent does not pull from the wants' stream", Agent, "n1", "$JS.API.STREAM.MSG.GET.KV_mesh_wants", false, false},
+		{"the agent binds its own compositions", Agent, "n1", composed1, false, true},
+		{"the agent does not bind another node's compositions", Agent, "n1", composed2, false, false},
+		{"the agent does not watch another node's compositions", Agent, "n1", watch2, false, false},
+		{"the agent does not write a want", Agent, "n1", "$KV.mesh_wants.want.n1.web", false, false},
+		{"the agent writes its own have", Agent, "n1", "$KV.mesh_haves.have.n1.web", false, true},
+		{"the agent does not write another node's have", Agent, "n1", "$KV.mesh_haves.have.n2.web", false, false},
+		{"the agent asks its own seat", Agent, "n1", "mesh.backup.n1", false, true},
+		{"the agent does not ask another seat", Agent, "n1", "mesh.backup.n2", false, false},
+		{"the agent hears on its own inbox", Agent, "n1", "_mesh_inbox.agent.n1.x", true, true},
+		{"the agent does not hear another agent's inbox", Agent, "n1", "_mesh_inbox.agent.n2.x", true, false},
+		{"the agent does not hear every inbox", Agent, "n1", "_INBOX.x", true, false},
+		{"an escaped node name keys its own wants", Agent, "web.api", "$KV.mesh_haves.have.web_2eapi.m", false, true},
+		{"the seat answers its node", Seat, "n1", "mesh.backup.n1", true, true},
+		{"the seat does not answer another node", Seat, "n1", "mesh.backup.n2", true, false},
+		{"the seat writes nothing on the bus", Seat, "n1", "$KV.mesh_haves.have.n1.web", false, false},
+		{"the assigner writes wants", Assigner, "", "$KV.mesh_wants.want.n2.web", false, true},
+		{"the assigner watches every want", Assigner, "", wantsAll, false, true},
+		{"the assigner does not write haves", Assigner, "", "$KV.mesh_haves.have.n1.web", false, false},
+		{"the assigner does not write holds", Assigner, "", "$KV.mesh_holds.hold.web.f1", false, false},
+		{"the assigner reads every registered node's compositions", Assigner, "", watch2, false, true},
+		{"the assigner reads an escaped node's compositions", Assigner, "", "$JS.API.STREAM.INFO.KV_composed-web_2eapi", false, true},
+		{"the assigner does not read an unregistered node's compositions", Assigner, "", "$JS.API.STREAM.INFO.KV_composed-n9", false, false},
+		{"the assigner does not write a composition", Assigner, "", "$KV.composed-n1.composition.web.f1", false, false},
+		{"the assigner reads large compositions", Assigner, "", "$JS.API.CONSUMER.CREATE.OBJ_mesh_compositions.c1.$O.mesh_compositions.C.abc", false, true},
+		{"the assigner does not write the object store", Assigner, "", "$O.mesh_compositions.C.abc", false, false},
+		{"the assigner makes no stream", Assigner, "", "$JS.API.STREAM.CREATE.KV_mesh_wants", false, false},
+		{"the watchman says an event", Watchman, "", "mesh.events.stall", false, true},
+		{"the watchman writes what was said", Watchman, "", "$KV.mesh_said.stall.x", false, true},
+		{"the watchman does not write a want", Watchman, "", "$KV.mesh_wants.want.n1.web", false, false},
+		{"the watchman does not read compositions", Watchman, "", composed1, false, false},
+		{"the view reads the source", View, "", "$JS.API.DIRECT.GET.KV_mesh_sources.$KV.mesh_sources.source.main", false, true},
+		{"the view does not write the source", View, "", "$KV.mesh_sources.source.main", false, false},
+		{"the view does not write a have", View, "", "$KV.mesh_haves.have.n1.web", false, false},
+		{"CI writes the source", Source, "", "$KV.mesh_sources.source.main", false, true},
+		{"CI writes nothing else", Source, "", "$KV.mesh_sources.source.other", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			perms, err := For(tc.part, tc.node, nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list := perms.Pub
+			if tc.sub {
+				list = perms.Sub
+			}
+			if got := allowed(list, tc.subject); got != tc.want {
+				t.Errorf("%s on %q: allowed %v, want %v", tc.part, tc.subject, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForRespond(t *testing.T) {
+	for _, p := range Parts {
+		perms, err := For(p, "n1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perms.Respond != (p == Seat) {
+			t.Errorf("%s responds %v", p, perms.Respond)
+		}
+	}
+}
+
+func TestForRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		part  Part
+		node  string
+		nodes []string
+	}{
+		{"an unknown part", "operator", "", nil},
+		{"an agent of no node", Agent, "", nil},
+		{"a seat of a node with a space", Seat, "n 1", nil},
+		{"an assigner over an empty node name", Assigner, "", []string{""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := For(tc.part, tc.node, tc.nodes); !errors.Is(err, ErrPart) {
+				t.Errorf("err = %v, want ErrPart", err)
+			}
+		})
+	}
+}
