@@ -40,7 +40,8 @@ const markup = `<img id="injected" src=x onerror="document.title='injected'">`
 // TestReleasePageInABrowser runs the service whole under its grant against
 // records in the API server and loads its page in a headless Chromium: a
 // row per release with its state's colour, the timeline of the release
-// asked for, the four charts, and every value with markup shown as text.
+// asked for, the four charts, what runs where, which releases are rollback
+// targets, and every value with markup shown as text.
 func TestReleasePageInABrowser(t *testing.T) {
 	bin := chromium(t)
 	cp := testenv.Shared(t)
@@ -108,6 +109,16 @@ func TestReleasePageInABrowser(t *testing.T) {
 	}
 	if lead := eval(`document.querySelector('#releases tr[data-release="docs@2.0.1:prod-eu/prod"] td:nth-child(6)').textContent`); lead != "30m0s" {
 		t.Fatalf("merged to healthy %q", lead)
+	}
+	// What runs where: docs serves 2.0.1 (2.0.0 failed before it), shop's
+	// first release is on its way with nothing serving yet.
+	matrix := eval(`Array.from(document.querySelectorAll('#matrix tbody tr')).map(r => r.dataset.app + ': ' + Array.from(r.querySelectorAll('td')).map(c => c.innerText.replace(/\s+/g, ' ').trim()).join(' ; ')).join('|')`)
+	if !strings.HasPrefix(matrix, "docs: 2.0.1 healthy|shop: nothing serves → 9.1.0 progressing since ") {
+		t.Fatalf("matrix %q", matrix)
+	}
+	rollback := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.querySelector('td.rollback').textContent).join('|')`)
+	if rollback != "no|eligible|no|eligible" {
+		t.Fatalf("rollback targets %q", rollback)
 	}
 	if charts := eval(`Array.from(document.querySelectorAll('.chart h3')).map(h => h.textContent + ' ' + h.nextElementSibling.textContent).join('|')`); !strings.Contains(charts, "Change failure rate 33%") ||
 		strings.Count(charts, "|") != 3 {

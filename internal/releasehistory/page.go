@@ -48,6 +48,7 @@ type Page struct {
 	Timeline []Moment
 	Missing  string
 	Charts   []Chart
+	Matrix   Matrix
 }
 
 // Row is one release as the page lists it.
@@ -57,6 +58,9 @@ type Row struct {
 	Since                               time.Time
 	// LeadTime is merged to healthy, "" when never healthy.
 	LeadTime string
+	// RollbackVia is the release in the rollback window that ran this
+	// row's image, "" when the service may not be rolled back to it.
+	RollbackVia string
 }
 
 // Moment is one line of a release's timeline.
@@ -77,10 +81,16 @@ type Bar struct {
 	Label        string
 }
 
-// BuildPage is the page from one read of the records, newest first, and
-// the release asked for ("" for none).
-func BuildPage(snap Snapshot, asked string, now time.Time) Page {
+// BuildPage is the page from one read of the records, newest first, the
+// release asked for ("" for none) and the rollback window (KEEP_HEALTHY).
+func BuildPage(snap Snapshot, asked string, keep int, now time.Time) Page {
 	p := Page{ReadAt: snap.ReadAt, Unreadable: snap.Unreadable, Asked: asked}
+	targets := RollbackTargets(snap.Records, keep)
+	rowOf := func(r rr.Record) Row {
+		row := rowOf(r)
+		row.RollbackVia = targets[KeyOf(r)][r.Image]
+		return row
+	}
 	for i, r := range snap.Records {
 		if i == PageRows {
 			p.Truncated = true
@@ -101,6 +111,7 @@ func BuildPage(snap Snapshot, asked string, now time.Time) Page {
 		}
 	}
 	p.Charts = Charts(snap.Records, now)
+	p.Matrix = MatrixOf(snap.Records)
 	return p
 }
 
@@ -246,7 +257,7 @@ func (a *API) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, BuildPage(snap, p["release"], cmp.Or(a.now(), snap.ReadAt))); err != nil {
+	if err := pageTemplate.Execute(&buf, BuildPage(snap, p["release"], a.KeepHealthy, cmp.Or(a.now(), snap.ReadAt))); err != nil {
 		a.Logger.LogAttrs(r.Context(), slog.LevelError, "the page does not render", slog.String("cause", err.Error()))
 		server.Answer(w, http.StatusInternalServerError, "the page does not render; the log names the cause")
 		return

@@ -51,6 +51,13 @@ func TestPageEscapes(t *testing.T) {
 		!strings.Contains(body, `class="state state-aborted"`) || strings.Count(body, "<tr data-release=") != 5 {
 		t.Fatalf("%d %s", w.Code, body)
 	}
+	// The matrix: docs serves 3 with 4 on its way; shop has only its
+	// first release, merged. docs@3 is a rollback target, docs@2 never was.
+	if !strings.Contains(body, `<tr data-app="docs">`) || !strings.Contains(body, `→ <a href="?release=docs%404%3aprod-eu%2fprod#release"`) ||
+		!strings.Contains(body, `<span class="serving none">nothing serves</span>`) || strings.Count(body, `<span class="rollback-yes"`) != 2 ||
+		!strings.Contains(body, "Not a rollback target") {
+		t.Fatalf("matrix or rollback: %s", body)
+	}
 	w = get(t, h, "/?release="+url.QueryEscape(`<b id="injected">x</b>`))
 	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), `<b id="injected">`) || !strings.Contains(w.Body.String(), "&lt;b id=") {
 		t.Fatalf("%d %s", w.Code, w.Body)
