@@ -62,6 +62,8 @@ func TestReleasePageInABrowser(t *testing.T) {
 	}
 	aborted := release("docs", "2.0.0", releaserecord.StateAborted, 3*time.Hour, 2*time.Hour, 0)
 	aborted.LastError, aborted.LastFactPhase, aborted.EmittedLive = markup, "Degraded", []string{"deploying", "failed.aborted"}
+	aborted.GitURL, aborted.GitRevision = "https://github.com/acme/docs", "9f3c2a1"
+	aborted.ObjectGeneration, aborted.PodHash = "OCIRepository/apps/project-docs=4", "web=5d7f,worker=8a2c"
 	recs := []releaserecord.Record{
 		release("docs", "1.0.0", releaserecord.StateSuperseded, 5*time.Hour, time.Hour, 4*time.Hour),
 		aborted,
@@ -128,6 +130,10 @@ func TestReleasePageInABrowser(t *testing.T) {
 	if !strings.Contains(timeline, "first failure: "+markup) || !strings.Contains(timeline, "last fact: Degraded") ||
 		!strings.Contains(timeline, "events sent: deploying, failed.aborted") {
 		t.Fatalf("timeline %q", timeline)
+	}
+	links := eval(`document.querySelector('#release a.commit').href + ' ' + document.querySelector('#release .object').textContent + ' ' + document.querySelector('#release .members').textContent`)
+	if links != "https://github.com/acme/docs/commit/9f3c2a1 OCIRepository/apps/project-docs at generation 4 web, worker" {
+		t.Fatalf("links %q", links)
 	}
 	if n := eval(`String(document.querySelectorAll('#injected, img').length) + ' ' + document.title`); n != "0 Releases" {
 		t.Fatalf("the markup became elements or ran: %q", n)

@@ -61,6 +61,10 @@ type Row struct {
 	// RollbackVia is the release in the rollback window that ran this
 	// row's image, "" when the service may not be rolled back to it.
 	RollbackVia string
+	// Revision is the release's gitRevision, Commit its web page ("" when
+	// the record cannot say one).
+	Revision, Commit string
+	Moved            Moved
 }
 
 // Moment is one line of a release's timeline.
@@ -116,7 +120,8 @@ func BuildPage(snap Snapshot, asked string, keep int, now time.Time) Page {
 }
 
 func rowOf(r rr.Record) Row {
-	row := Row{ReleaseID: r.ReleaseID, App: r.App, Env: r.Env, Cluster: r.Cluster, Image: r.Image, State: r.State, Since: r.StateAt}
+	row := Row{ReleaseID: r.ReleaseID, App: r.App, Env: r.Env, Cluster: r.Cluster, Image: r.Image, State: r.State, Since: r.StateAt,
+		Revision: r.GitRevision, Commit: CommitURL(r.GitURL, r.GitRevision), Moved: MovedOf(r)}
 	if d, ok := LeadTime(r); ok {
 		row.LeadTime = d.Round(time.Second).String()
 	}
