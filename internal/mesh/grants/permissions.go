@@ -58,10 +58,9 @@ func InboxPrefix(p Part, node string) (string, error) {
 	return "_mesh_inbox." + string(p) + "." + token, nil
 }
 
-// For is what part may do: node is the node of an agent or a seat (empty
-// for the others), nodes every node a registration names, whose composition
-// buckets the assigner reads.
-func For(p Part, node string, nodes []string) (Permissions, error) {
+// For is what part may do: node is the node of an agent or a seat, empty
+// for the others.
+func For(p Part, node string) (Permissions, error) {
 	inbox, err := InboxPrefix(p, node)
 	if err != nil {
 		return Permissions{}, err
@@ -75,17 +74,10 @@ func For(p Part, node string, nodes []string) (Permissions, error) {
 	respond := false
 	switch p {
 	case Assigner:
-		for _, b := range []string{bus.ModulesBucket, bus.BuildsBucket, bus.HoldsBucket, bus.GrantsBucket, bus.WantsBucket, bus.HavesBucket} {
-			pub = append(pub, kvRead(b, ">")...)
-		}
-		for _, n := range slices.Sorted(slices.Values(nodes)) {
-			b, err := bus.ComposedBucket(n)
-			if err != nil {
-				return Permissions{}, fmt.Errorf("%w the assigner: %w", ErrPart, err)
-			}
-			pub = append(pub, kvRead(b, ">")...)
-		}
-		pub = append(pub, objectRead(bus.ObjectsBucket)...)
+		// The assigner reads every bucket, each node's compositions among
+		// them: wildcards keep its user the same size however many nodes
+		// there are, and need no new user when a node is registered.
+		pub = append(pub, readAll()...)
 		pub = append(pub, kvWrite(bus.WantsBucket, ">")...)
 	case Agent:
 		composed, _ := bus.ComposedBucket(node)
@@ -134,6 +126,19 @@ func kvRead(bucket, keys string) []string {
 		pub = append(pub, "$JS.API.STREAM.MSG.GET."+stream, "$JS.API.CONSUMER.MSG.NEXT."+stream+".*")
 	}
 	return pub
+}
+
+// readAll is what reading every bucket and the object store takes.
+func readAll() []string {
+	return []string{
+		"$JS.API.STREAM.INFO.*",
+		"$JS.API.DIRECT.GET.*.>",
+		"$JS.API.CONSUMER.CREATE.*.>",
+		"$JS.API.CONSUMER.DELETE.*.*",
+		"$JS.API.STREAM.MSG.GET.*",
+		"$JS.API.CONSUMER.MSG.NEXT.*.*",
+		"$JS.FC.>",
+	}
 }
 
 // kvWrite is what writing keys of bucket takes: a put, a compare-and-swap

@@ -1,0 +1,320 @@
+package grants
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+)
+
+// operatorBus is a JetStream server in operator mode with a full resolver,
+// as the mesh runs it: the mesh account, the system account, and nothing
+// else trusted.
+type operatorBus struct {
+	url  string
+	auth Authority
+	dir  string
+}
+
+func startOperatorBus(t *testing.T) operatorBus {
+	t.Helper()
+	must := func(kp nkeys.KeyPair, err error) nkeys.KeyPair {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kp
+	}
+	auth := Authority{Operator: must(nkeys.CreateOperator()), Account: must(nkeys.CreateAccount()), System: must(nkeys.CreateAccount())}
+	opJWT, err := auth.OperatorJWT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator, err := jwt.DecodeOperatorClaims(opJWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolver, err := server.NewDirAccResolver(t.TempDir(), 0, time.Hour, server.NoDelete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kp := range []nkeys.KeyPair{auth.System, auth.Account} {
+		pub, _ := kp.PublicKey()
+		account, err := auth.SystemJWT()
+		if kp == auth.Account {
+			account, err = auth.AccountJWT(nil, time.Now())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resolver.Store(pub, account); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sysPub, _ := auth.System.PublicKey()
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(),
+		NoLog: true, NoSigs: true,
+		TrustedOperators: []*jwt.OperatorClaims{operator}, SystemAccount: sysPub, AccountResolver: resolver,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		t.Fatal("the server did not take connections within 30 s")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return operatorBus{url: s.ClientURL(), auth: auth, dir: t.TempDir()}
+}
+
+// client is one connection on its own user, with the permission errors the
+// server sent it.
+type client struct {
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	user string
+
+	mu     sync.Mutex
+	denied []string
+}
+
+func (c *client) violations() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.denied, "; ")
+}
+
+// connect dials as a new user made by issue from its public key.
+func (b operatorBus) connect(t *testing.T, name, inbox string, issue func(user string) (string, error)) (*client, error) {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	userJWT, err := issue(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := Creds(userJWT, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(b.dir, name+".creds")
+	if err := os.WriteFile(path, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &client{user: pub}
+	opts := []nats.Option{nats.UserCredentials(path), nats.NoReconnect(), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		c.mu.Lock()
+		c.denied = append(c.denied, err.Error())
+		c.mu.Unlock()
+	})}
+	if inbox != "" {
+		opts = append(opts, nats.CustomInboxPrefix(inbox))
+	}
+	nc, err := nats.Connect(b.url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(nc.Close)
+	if c.js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	c.nc = nc
+	return c, nil
+}
+
+func (b operatorBus) part(t *testing.T, p Part, node string) *client {
+	t.Helper()
+	perms, err := For(p, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox, _ := InboxPrefix(p, node)
+	c, err := b.connect(t, string(p)+node, inbox, func(user string) (string, error) {
+		return b.auth.UserJWT(string(p)+" "+node, user, perms)
+	})
+	if err != nil {
+		t.Fatalf("%s %s connects: %v", p, node, err)
+	}
+	return c
+}
+
+// deniedTo runs op, which the server is to refuse, and asks that it failed
+// and that the server said the subject was not the user's.
+func deniedTo(t *testing.T, c *client, what, subject string, op func(ctx context.Context) error) {
+	t.Helper()
+	// The server refuses at once but says so apart from the request, which
+	// then waits out its context: keep that short.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := op(ctx); err == nil {
+		t.Errorf("%s: allowed", what)
+		return
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(c.violations(), subject) {
+		if time.Now().After(deadline) {
+			t.Errorf("%s: no permissions violation naming %s, only %q", what, subject, c.violations())
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestPermissionsOnOperatorModeServer(t *testing.T) {
+	b := startOperatorBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes := []string{"n1", "n2"}
+
+	op, err := b.connect(t, "operator", "", b.auth.OperatorUserJWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mesh, err := bus.Open(ctx, op.js, bus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		key, _ := bus.WantKey(n, "web")
+		if _, err := mesh.Wants.Put(ctx, key, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mesh.WriteComposition(ctx, n, "web", "f1", []byte("envelope of "+n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	agent := b.part(t, Agent, "n1")
+	wants, err := agent.js.KeyValue(ctx, bus.WantsBucket)
+	if err != nil {
+		t.Fatalf("the agent binds the wants: %v", err)
+	}
+	if _, err := wants.Get(ctx, "want.n1.web"); err != nil {
+		t.Errorf("the agent reads its own want: %v", err)
+	}
+	w, err := wants.Watch(ctx, "want.n1.>")
+	if err != nil {
+		t.Fatalf("the agent watches its own wants: %v", err)
+	}
+	if e := <-w.Updates(); e == nil || e.Key() != "want.n1.web" {
+		t.Errorf("the agent's watch gave %v, want want.n1.web", e)
+	}
+	_ = w.Stop()
+	own, err := agent.js.KeyValue(ctx, "composed-n1")
+	if err != nil {
+		t.Fatalf("the agent binds its own compositions: %v", err)
+	}
+	if _, err := own.Get(ctx, "composition.web.f1"); err != nil {
+		t.Errorf("the agent reads its own composition: %v", err)
+	}
+	haves, err := agent.js.KeyValue(ctx, bus.HavesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := haves.Put(ctx, "have.n1.web", []byte(`{}`)); err != nil {
+		t.Errorf("the agent writes its own have: %v", err)
+	}
+	deniedTo(t, agent, "node n1 binds composed-n2", "$JS.API.STREAM.INFO.KV_composed-n2", func(ctx context.Context) error {
+		_, err := agent.js.KeyValue(ctx, "composed-n2")
+		return err
+	})
+	deniedTo(t, agent, "node n1 reads n2's want", "$JS.API.DIRECT.GET.KV_mesh_wants.$KV.mesh_wants.want.n2.web", func(ctx context.Context) error {
+		_, err := wants.Get(ctx, "want.n2.web")
+		return err
+	})
+	deniedTo(t, agent, "node n1 watches every want", "$JS.API.CONSUMER.CREATE.KV_mesh_wants", func(ctx context.Context) error {
+		w, err := wants.WatchAll(ctx)
+		if err == nil {
+			_ = w.Stop()
+		}
+		return err
+	})
+	deniedTo(t, agent, "node n1 writes a want", "$KV.mesh_wants.want.n1.web", func(ctx context.Context) error {
+		_, err := wants.Put(ctx, "want.n1.web", []byte(`{}`))
+		return err
+	})
+	deniedTo(t, agent, "node n1 writes n2's have", "$KV.mesh_haves.have.n2.web", func(ctx context.Context) error {
+		_, err := haves.Put(ctx, "have.n2.web", []byte(`{}`))
+		return err
+	})
+
+	assigner := b.part(t, Assigner, "")
+	aWants, err := assigner.js.KeyValue(ctx, bus.WantsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := aWants.Put(ctx, "want.n2.web", []byte(`{}`)); err != nil {
+		t.Errorf("the assigner writes a want: %v", err)
+	}
+	composed2, err := assigner.js.KeyValue(ctx, "composed-n2")
+	if err != nil {
+		t.Fatalf("the assigner binds composed-n2: %v", err)
+	}
+	if _, err := composed2.Get(ctx, "composition.web.f1"); err != nil {
+		t.Errorf("the assigner reads n2's composition: %v", err)
+	}
+	aHaves, err := assigner.js.KeyValue(ctx, bus.HavesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deniedTo(t, assigner, "the assigner writes a have", "$KV.mesh_haves.have.n1.web", func(ctx context.Context) error {
+		_, err := aHaves.Put(ctx, "have.n1.web", []byte(`{}`))
+		return err
+	})
+}
+
+func TestRevokedNodeIsRefusedAtOnce(t *testing.T) {
+	b := startOperatorBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	agent := b.part(t, Agent, "n1")
+	closed := make(chan struct{})
+	agent.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+
+	sys, err := b.connect(t, "system", "", b.auth.SystemUserJWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A revocation covers the JWTs issued up to its time, to the second.
+	account, err := b.auth.AccountJWT([]string{agent.user}, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Push(ctx, sys.nc, account); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("the revoked node's connection was not closed")
+	}
+	creds := filepath.Join(b.dir, "again.creds")
+	seed, _ := os.ReadFile(filepath.Join(b.dir, "agentn1.creds"))
+	if err := os.WriteFile(creds, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := nats.Connect(b.url, nats.UserCredentials(creds), nats.NoReconnect()); err == nil {
+		nc.Close()
+		t.Fatal("the revoked node connected again")
+	} else if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Errorf("the revoked node's connect failed with %v, want an authorization error", err)
+	}
+}
