@@ -16,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
@@ -94,7 +95,7 @@ func composeCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 1, "not signed", err)
 			}
-			b, closeBus, err := connect(ctx, in.getenv, "mesh compose")
+			b, closeBus, err := connect(ctx, in.getenv, "mesh compose", "")
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -138,7 +139,7 @@ func assignerCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh assigner")
+			b, closeBus, err := connect(ctx, in.getenv, "mesh assigner", grants.Assigner)
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -174,7 +175,7 @@ func putCommand(in invocation) *cobra.Command {
 					return fail(in, 2, "bad configuration", err)
 				}
 			}
-			b, closeBus, err := connect(ctx, in.getenv, "mesh put")
+			b, closeBus, err := connect(ctx, in.getenv, "mesh put", "")
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -284,11 +285,17 @@ func busSettings(getenv func(string) string) (string, bus.Credential, bus.Option
 	return url, cred, bus.Options{Replicas: count}, env.Err()
 }
 
-// connect opens the bus at NATS_URL, making the buckets that do not exist.
-func connect(ctx context.Context, getenv func(string) string, name string) (*bus.Bus, func(), error) {
+// connect opens the bus at NATS_URL as part (empty, the operator), making
+// the buckets that do not exist.
+func connect(ctx context.Context, getenv func(string) string, name string, part grants.Part) (*bus.Bus, func(), error) {
 	url, cred, opts, err := busSettings(getenv)
 	if err != nil {
 		return nil, nil, err
+	}
+	if part != "" {
+		if cred.Inbox, err = grants.InboxPrefix(part, ""); err != nil {
+			return nil, nil, err
+		}
 	}
 	nc, err := bus.Connect(url, name, cred)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
@@ -61,6 +63,9 @@ func agentCommand(in invocation) *cobra.Command {
 			}
 			// The agent does not wait for the bus to start what its disk
 			// says runs: it dials on in the background.
+			if cred.Inbox, err = grants.InboxPrefix(grants.Agent, node); err != nil {
+				return fail(in, 2, "bad configuration", fmt.Errorf("%s: %w", nodeName.Name, err))
+			}
 			nc, back, err := bus.Dial(url, "mesh agent "+node, cred)
 			if err != nil {
 				return fail(in, 2, "bad configuration", err)
@@ -103,12 +108,21 @@ func backupSeatCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh backup-seat "+node)
+			// The seat only answers its node's asks: it opens no bucket, which
+			// its own credential would not allow.
+			url, cred, _, err := busSettings(in.getenv)
+			if err != nil {
+				return fail(in, 2, "bad configuration", err)
+			}
+			if cred.Inbox, err = grants.InboxPrefix(grants.Seat, node); err != nil {
+				return fail(in, 2, "bad configuration", fmt.Errorf("%s: %w", nodeName.Name, err))
+			}
+			nc, err := bus.Connect(url, "mesh backup-seat "+node, cred)
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
-			defer closeBus()
-			s := &seat.Seat{Node: node, Dir: dir, Conn: b.JS.Conn(), Now: in.now, Logger: in.logger}
+			defer nc.Close()
+			s := &seat.Seat{Node: node, Dir: dir, Conn: nc, Now: in.now, Logger: in.logger}
 			in.logger.Info("mesh backup seat started", slog.String("node", node), slog.String("dir", dir))
 			if err := s.Run(ctx); err != nil && !errors.Is(err, ctx.Err()) {
 				return fail(in, 1, "the seat stopped", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/watchman"
@@ -48,7 +49,7 @@ func watchmanCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh watchman")
+			b, closeBus, err := connect(ctx, in.getenv, "mesh watchman", grants.Watchman)
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -106,7 +107,7 @@ func viewCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh view")
+			b, closeBus, err := connect(ctx, in.getenv, "mesh view", grants.View)
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -144,7 +145,7 @@ func statusCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh status")
+			b, closeBus, err := connect(ctx, in.getenv, "mesh status", grants.View)
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}
@@ -194,7 +195,7 @@ func sourceCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh source")
+			b, closeBus, err := connect(ctx, in.getenv, "mesh source", grants.Source)
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}

@@ -57,7 +57,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Bus, erro
 		*kv.into = store
 	}
 	b.ops.Add(1)
-	objects, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	objects, err := OpenObjectStore(ctx, js, jetstream.ObjectStoreConfig{
 		Bucket: ObjectsBucket, Description: "signed compositions over 64 KiB", Replicas: b.replicas,
 	})
 	if err != nil {
@@ -69,7 +69,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Bus, erro
 
 func (b *Bus) keyValue(ctx context.Context, name, about string) (jetstream.KeyValue, error) {
 	b.ops.Add(1)
-	store, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Description: about, Replicas: b.replicas})
+	store, err := OpenKeyValue(ctx, b.JS, jetstream.KeyValueConfig{Bucket: name, Description: about, Replicas: b.replicas})
 	if err != nil {
 		return nil, fmt.Errorf("open the bucket %s: %w", name, err)
 	}

@@ -14,10 +14,22 @@ import (
 // nkey seed. Neither, the server's URL says all there is.
 type Credential struct {
 	CredsFile, NkeyFile string
+	// Inbox is where the client's replies come back; empty, _INBOX. A part
+	// on its own credential may hear only its own inbox.
+	Inbox string
 }
 
 // options are the client options that present c.
 func (c Credential) options() ([]nats.Option, error) {
+	opts, err := c.proof()
+	if err == nil && c.Inbox != "" {
+		opts = append(opts, nats.CustomInboxPrefix(c.Inbox))
+	}
+	return opts, err
+}
+
+// proof is the client options that prove who the client is.
+func (c Credential) proof() ([]nats.Option, error) {
 	switch {
 	case c.CredsFile != "" && c.NkeyFile != "":
 		return nil, errors.New("a credentials file and an nkey seed file both given: name one")

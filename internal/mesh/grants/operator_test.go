@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 )
 
 // operatorBus is a JetStream server in operator mode with a full resolver,
@@ -279,6 +281,54 @@ func TestPermissionsOnOperatorModeServer(t *testing.T) {
 		_, err := aHaves.Put(ctx, "have.n1.web", []byte(`{}`))
 		return err
 	})
+}
+
+// TestEveryPartOpensTheBus opens the bus as each part does when it starts:
+// binding every bucket the operator made, none made or changed.
+func TestEveryPartOpensTheBus(t *testing.T) {
+	b := startOperatorBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	op, err := b.connect(t, "operator", "", b.auth.OperatorUserJWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mesh, err := bus.Open(ctx, op.js, bus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mesh.Composed(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := said.Open(ctx, op.js, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := view.Sources(ctx, op.js, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Part{Assigner, Agent, Watchman, View, Source} {
+		c := b.part(t, p, "n1")
+		opened, err := bus.Open(ctx, c.js, bus.Options{})
+		if err != nil {
+			t.Errorf("%s opens the bus: %v (%s)", p, err, c.violations())
+			continue
+		}
+		switch p {
+		case Agent:
+			_, err = opened.Composed(ctx, "n1")
+		case Watchman:
+			_, err = said.Open(ctx, c.js, 1, nil)
+		case View:
+			if _, err = said.Open(ctx, c.js, 1, nil); err == nil {
+				_, err = view.Sources(ctx, c.js, 1)
+			}
+		case Source:
+			_, err = view.Sources(ctx, c.js, 1)
+		}
+		if err != nil {
+			t.Errorf("%s opens what it reads: %v (%s)", p, err, c.violations())
+		}
+	}
 }
 
 func TestRevokedNodeIsRefusedAtOnce(t *testing.T) {

@@ -81,6 +81,7 @@ func For(p Part, node string) (Permissions, error) {
 		pub = append(pub, kvWrite(bus.WantsBucket, ">")...)
 	case Agent:
 		composed, _ := bus.ComposedBucket(node)
+		pub = append(pub, bind()...)
 		pub = append(pub, kvRead(bus.ModulesBucket, ">")...)
 		pub = append(pub, kvRead(bus.WantsBucket, "want."+token+".>")...)
 		pub = append(pub, kvRead(composed, ">")...)
@@ -92,6 +93,7 @@ func For(p Part, node string) (Permissions, error) {
 		sub = append(sub, "mesh.backup."+token)
 		respond = true
 	case Watchman, View:
+		pub = append(pub, bind()...)
 		pub = append(pub, kvRead(bus.WantsBucket, ">")...)
 		pub = append(pub, kvRead(bus.HavesBucket, ">")...)
 		if p == View {
@@ -102,6 +104,7 @@ func For(p Part, node string) (Permissions, error) {
 		pub = append(pub, kvWrite(said.Bucket, ">")...)
 		pub = append(pub, "$JS.API.STREAM.INFO."+said.EventsStream, said.EventsSubjects)
 	case Source:
+		pub = append(pub, bind()...)
 		pub = append(pub, kvRead(view.SourcesBucket, ">")...)
 		pub = append(pub, kvWrite(view.SourcesBucket, "source.main")...)
 	}
@@ -126,6 +129,17 @@ func kvRead(bucket, keys string) []string {
 		pub = append(pub, "$JS.API.STREAM.MSG.GET."+stream, "$JS.API.CONSUMER.MSG.NEXT."+stream+".*")
 	}
 	return pub
+}
+
+// bind is what opening the bus takes of the buckets a part does not read:
+// their streams' info (their size and names, none of their keys), since
+// every part that opens the bus binds all of them.
+func bind() []string {
+	pub := make([]string, 0, 7)
+	for _, b := range []string{bus.ModulesBucket, bus.BuildsBucket, bus.HoldsBucket, bus.GrantsBucket, bus.WantsBucket, bus.HavesBucket} {
+		pub = append(pub, "$JS.API.STREAM.INFO.KV_"+b)
+	}
+	return append(pub, "$JS.API.STREAM.INFO.OBJ_"+bus.ObjectsBucket)
 }
 
 // readAll is what reading every bucket and the object store takes.

@@ -129,13 +129,13 @@ func (t *Teller) remember(key string) {
 
 // Open makes the said bucket and the events stream where they are not.
 func Open(ctx context.Context, js jetstream.JetStream, replicas int, logger *slog.Logger) (*Teller, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bus.OpenKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: Bucket, Description: "each event the mesh said, by its id", Replicas: max(replicas, 1), TTL: Kept,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the bucket %s: %w", Bucket, err)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := bus.OpenStream(ctx, js, jetstream.StreamConfig{
 		Name: EventsStream, Subjects: []string{EventsSubjects}, Duplicates: time.Hour,
 		MaxAge: Kept, Replicas: max(replicas, 1),
 	}); err != nil {

@@ -52,7 +52,7 @@ func DecodeSource(raw []byte) (Source, error) {
 
 // Sources opens (or makes) the bucket source.main is in.
 func Sources(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bus.OpenKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: SourcesBucket, Description: "the source revision CI built, and each module's fingerprint", Replicas: max(replicas, 1),
 	})
 	if err != nil {
