@@ -86,7 +86,9 @@ func TestReleasePageInABrowser(t *testing.T) {
 	browser, cancelBrowser := chromedp.NewContext(alloc)
 	defer cancelBrowser()
 	// The first action starts the browser, so it has no deadline of its own.
-	page := "http://" + s.addr + "/?release=" + url.QueryEscape(aborted.ReleaseID)
+	// A reload while the test reads would race it: the page reloads every
+	// five minutes here, and says so.
+	page := "http://" + s.addr + "/?refresh=300&release=" + url.QueryEscape(aborted.ReleaseID)
 	if err := chromedp.Do(browser, chromedp.Navigate(page)); err != nil {
 		t.Fatalf("load %s: %v", page, err)
 	}
@@ -138,7 +140,36 @@ func TestReleasePageInABrowser(t *testing.T) {
 	if n := eval(`String(document.querySelectorAll('#injected, img').length) + ' ' + document.title`); n != "0 Releases" {
 		t.Fatalf("the markup became elements or ran: %q", n)
 	}
+	if refresh := eval(`document.querySelector('meta[http-equiv=refresh]').content`); refresh != "300" {
+		t.Fatalf("reloads every %q", refresh)
+	}
 	screenshot(ctx, t, "release-page.png")
+
+	// The filters, through the form as a person uses it: shop's releases
+	// alone, and the matrix of shop alone.
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`form.filters input[name=app]`), "shop"),
+		chromedp.Submit(chromedp.CSS(`form.filters`)), chromedp.WaitVisible(chromedp.CSS(`form.filters input[value=shop]`))); err != nil {
+		t.Fatal(err)
+	}
+	if rows := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.dataset.release).join('|') + ' ' + document.querySelectorAll('#matrix tbody tr').length`); rows != "shop@9.1.0:prod-eu/prod 1" {
+		t.Fatalf("filtered to shop: %q", rows)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+s.addr+"/?refresh=0&state=healthy")); err != nil {
+		t.Fatal(err)
+	}
+	if rows := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.dataset.release).join('|')`); rows != "docs@2.0.1:prod-eu/prod" {
+		t.Fatalf("filtered to healthy: %q", rows)
+	}
+
+	// A narrow window, a phone's: the page itself does not scroll sideways;
+	// the wide tables scroll inside their own box.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(page)); err != nil {
+		t.Fatal(err)
+	}
+	if wide := eval(`String(document.documentElement.scrollWidth - window.innerWidth)`); wide != "0" {
+		t.Fatalf("the page is %s px wider than a narrow window", wide)
+	}
+	screenshot(ctx, t, "release-page-narrow.png")
 
 	// A release id asked for with markup in it is shown as text too.
 	asked := `<b id="injected">x</b>`

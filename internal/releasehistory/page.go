@@ -33,14 +33,23 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	"withins":      func() []string { return []string{"1h", "1d", "7d", "30d"} },
+	"withinString": func(d time.Duration) string { return map[bool]string{true: "", false: WithinString(d)}[d == 0] },
+	"refreshes":    func() []int { return []int{0, 10, 30, 60, 300} },
 }).Parse(pageHTML))
 
 // Page is what the page shows.
 type Page struct {
-	ReadAt     time.Time
-	Rows       []Row
-	Truncated  bool
-	Unreadable int
+	ReadAt time.Time
+	// Rows are the page of releases the query keeps: PageNo of Pages,
+	// Matched in all; PrevURL and NextURL are the neighbouring pages' links.
+	Rows             []Row
+	Matched          int
+	PageNo, Pages    int
+	PrevURL, NextURL string
+	Query            PageQuery
+	States           []rr.State
+	Unreadable       int
 	// Asked is the ?release= asked for; Chosen its record when there is
 	// one, with its Timeline; Missing says why not.
 	Asked    string
@@ -85,37 +94,50 @@ type Bar struct {
 	Label        string
 }
 
-// BuildPage is the page from one read of the records, newest first, the
-// release asked for ("" for none) and the rollback window (KEEP_HEALTHY).
-func BuildPage(snap Snapshot, asked string, keep int, now time.Time) Page {
-	p := Page{ReadAt: snap.ReadAt, Unreadable: snap.Unreadable, Asked: asked}
+// BuildPage is the page from one read of the records, newest first, what
+// the person asked for and the rollback window (KEEP_HEALTHY).
+func BuildPage(snap Snapshot, q PageQuery, keep int, now time.Time) Page {
+	p := Page{ReadAt: snap.ReadAt, Unreadable: snap.Unreadable, Asked: q.Release, Query: q, States: states, PageNo: q.Page}
 	targets := RollbackTargets(snap.Records, keep)
 	rowOf := func(r rr.Record) Row {
 		row := rowOf(r)
 		row.RollbackVia = targets[KeyOf(r)][r.Image]
 		return row
 	}
-	for i, r := range snap.Records {
-		if i == PageRows {
-			p.Truncated = true
-			break
+	first, services := (q.Page-1)*PageRows, make([]rr.Record, 0, len(snap.Records))
+	for _, r := range snap.Records {
+		if q.KeepService(r) {
+			services = append(services, r)
 		}
-		p.Rows = append(p.Rows, rowOf(r))
+		if !q.Keep(r, now) {
+			continue
+		}
+		if p.Matched >= first && p.Matched < first+PageRows {
+			p.Rows = append(p.Rows, rowOf(r))
+		}
+		p.Matched++
 	}
-	if asked != "" {
-		id, err := rr.ParseReleaseID(asked)
+	p.Pages = max(1, (p.Matched+PageRows-1)/PageRows)
+	if q.Page > 1 {
+		p.PrevURL = "?" + q.Values(q.Page-1).Encode()
+	}
+	if q.Page < p.Pages {
+		p.NextURL = "?" + q.Values(q.Page+1).Encode()
+	}
+	if q.Release != "" {
+		id, err := rr.ParseReleaseID(q.Release)
 		switch rec, ok := Find(snap.Records, id.String()); {
 		case err != nil:
-			p.Missing = "not a release id (<app>@<version>:<cluster>/<env>): " + asked
+			p.Missing = "not a release id (<app>@<version>:<cluster>/<env>): " + q.Release
 		case !ok:
-			p.Missing = "no record of the release " + asked
+			p.Missing = "no record of the release " + q.Release
 		default:
 			row := rowOf(rec)
 			p.Chosen, p.Timeline = &row, TimelineOf(rec)
 		}
 	}
 	p.Charts = Charts(snap.Records, now)
-	p.Matrix = MatrixOf(snap.Records)
+	p.Matrix = MatrixOf(services)
 	return p
 }
 
@@ -252,7 +274,7 @@ func chart(title, figure, unit string, values []float64) Chart {
 }
 
 func (a *API) page(w http.ResponseWriter, r *http.Request) {
-	p, err := query(r.URL.Query(), "release")
+	q, err := ParsePageQuery(r.URL.Query())
 	if err != nil {
 		badQuery(w, err)
 		return
@@ -262,7 +284,7 @@ func (a *API) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, BuildPage(snap, p["release"], a.KeepHealthy, cmp.Or(a.now(), snap.ReadAt))); err != nil {
+	if err := pageTemplate.Execute(&buf, BuildPage(snap, q, a.KeepHealthy, cmp.Or(a.now(), snap.ReadAt))); err != nil {
 		a.Logger.LogAttrs(r.Context(), slog.LevelError, "the page does not render", slog.String("cause", err.Error()))
 		server.Answer(w, http.StatusInternalServerError, "the page does not render; the log names the cause")
 		return

@@ -86,7 +86,8 @@ func TestParseEligibility(t *testing.T) {
 }
 
 func FuzzParseQuery(f *testing.F) {
-	for _, s := range []string{"", "app=docs&env=prod", "limit=5&state=healthy", "app=%ZZ", "image=a&image=b", "cluster=prod-eu&image=x&app=docs&env=prod"} {
+	for _, s := range []string{"", "app=docs&env=prod", "limit=5&state=healthy", "app=%ZZ", "image=a&image=b", "cluster=prod-eu&image=x&app=docs&env=prod",
+		"within=7d&q=docs&page=2&refresh=0", "within=90m&refresh=5&state=", "page=10000&within=366d"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -103,6 +104,19 @@ func FuzzParseQuery(f *testing.F) {
 		}
 		if svc, image, err := rh.ParseEligibility(q); err == nil && (svc.App == "" || svc.Env == "" || svc.Cluster == "" || image == "") {
 			t.Fatalf("a question missing a part was taken: %+v %q", svc, image)
+		}
+		// The page's query: what it takes is in bounds, and its own links
+		// read back as the same query.
+		if p, err := rh.ParsePageQuery(q); err == nil {
+			if p.Page < 1 || p.Page > rh.MostLimit || p.Refresh < 0 || p.Refresh > rh.MostRefresh || p.Within < 0 || p.Within > rh.MostWithin {
+				t.Fatalf("out of bounds taken: %+v", p)
+			}
+			back, err := rh.ParsePageQuery(p.Values(p.Page))
+			if back.Release = p.Release; err != nil || back != p {
+				t.Fatalf("%+v reads back as %+v (%v)", p, back, err)
+			}
+		} else if !errors.Is(err, rh.ErrBadQuery) {
+			t.Fatalf("an error not a bad query: %v", err)
 		}
 	})
 }
