@@ -90,6 +90,9 @@ type Agent struct {
 	// passes in a row, Run's goroutine alone.
 	unanswered atomic.Bool
 	failures   int
+	// wantKeys is want.<node>.>, all the agent reads of the wants: its own
+	// credential allows it no other. Set by watch, read by its passes.
+	wantKeys string
 }
 
 func (a *Agent) init() {
@@ -161,7 +164,11 @@ func (a *Agent) watch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return bus.Loop{Stores: []jetstream.KeyValue{a.Bus.Wants, composed}, Wake: a.Back, Wait: a.wait}.Run(ctx, a.pass)
+	if a.wantKeys, err = bus.NodeKeys(bus.KindWant, a.Node); err != nil {
+		return err
+	}
+	only := []bus.Watched{{Store: a.Bus.Wants, Keys: a.wantKeys}}
+	return bus.Loop{Stores: []jetstream.KeyValue{composed}, Only: only, Wake: a.Back, Wait: a.wait}.Run(ctx, a.pass)
 }
 
 // wait is how long to wait for a change before the next pass: the tick, or
@@ -189,7 +196,7 @@ func (a *Agent) Stop() {
 // pass applies each of the node's wants, one module at a time.
 func (a *Agent) pass(ctx context.Context) {
 	a.unanswered.Store(false)
-	wants, err := bus.ReadPlaces(ctx, a.Bus.Wants, bus.KindWant, bus.DecodeWant, func(key string, err error) {
+	wants, err := bus.ReadPlacesOf(ctx, a.Bus.Wants, a.wantKeys, bus.KindWant, bus.DecodeWant, func(key string, err error) {
 		a.Logger.Warn("document skipped", slog.String("key", key), slog.String("error", err.Error()))
 	})
 	if err != nil {

@@ -114,6 +114,19 @@ func WantKey(node, module string) (string, error) {
 	return Key{Kind: KindWant, Node: node, Module: module}.Encode()
 }
 
+// NodeKeys is the pattern of node's wants or haves, <kind>.<node>.>: what a
+// node's own credential may read of the bucket.
+func NodeKeys(kind Kind, node string) (string, error) {
+	if kind != KindWant && kind != KindHave {
+		return "", fmt.Errorf("a %s is not keyed by node", kind)
+	}
+	t, err := EncodeName(node)
+	if err != nil {
+		return "", err
+	}
+	return string(kind) + "." + t + ".>", nil
+}
+
 // HaveKey is have.<node>.<module>.
 func HaveKey(node, module string) (string, error) {
 	return Key{Kind: KindHave, Node: node, Module: module}.Encode()

@@ -14,19 +14,31 @@ import (
 // turn with time alone.
 type Loop struct {
 	Stores []jetstream.KeyValue
+	// Only are watched for some of their keys alone.
+	Only []Watched
 	// Wake, when set, asks for a pass at once: the bus is back.
 	Wake <-chan struct{}
 	// Wait is asked after each pass how long to wait with nothing new.
 	Wait func() time.Duration
 }
 
+// Watched is the keys of a bucket a pattern matches.
+type Watched struct {
+	Store jetstream.KeyValue
+	Keys  string
+}
+
 // Run passes until ctx ends, and returns its error.
 func (l Loop) Run(ctx context.Context, pass func(context.Context)) error {
 	changed := make(chan struct{}, 1)
+	watched := l.Only
 	for _, kv := range l.Stores {
-		w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
+		watched = append(watched, Watched{Store: kv, Keys: jetstream.AllKeys})
+	}
+	for _, o := range watched {
+		w, err := o.Store.Watch(ctx, o.Keys, jetstream.UpdatesOnly())
 		if err != nil {
-			return fmt.Errorf("watch %s: %w", kv.Bucket(), err)
+			return fmt.Errorf("watch %s in %s: %w", o.Keys, o.Store.Bucket(), err)
 		}
 		go func() {
 			defer func() { _ = w.Stop() }()

@@ -127,3 +127,22 @@ func FuzzName(f *testing.F) {
 		}
 	})
 }
+
+func TestNodeKeys(t *testing.T) {
+	for _, tc := range []struct {
+		kind      Kind
+		node, out string
+		fails     bool
+	}{
+		{KindWant, "n1", "want.n1.>", false},
+		{KindHave, "web.api", "have.web_2eapi.>", false},
+		{KindBuild, "n1", "", true},
+		{KindWant, "", "", true},
+		{KindWant, "n 1", "", true},
+	} {
+		got, err := NodeKeys(tc.kind, tc.node)
+		if (err != nil) != tc.fails || got != tc.out {
+			t.Errorf("NodeKeys(%s, %q) = %q, %v; want %q, fails %v", tc.kind, tc.node, got, err, tc.out, tc.fails)
+		}
+	}
+}

@@ -13,7 +13,13 @@ type Place struct{ Node, Module string }
 // ReadAll is every live key of a bucket and its value, read as one watch's
 // initial values: one request for the whole bucket, not one per key.
 func ReadAll(ctx context.Context, kv jetstream.KeyValue) (map[string][]byte, error) {
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	return ReadKeys(ctx, kv, jetstream.AllKeys)
+}
+
+// ReadKeys is ReadAll of the keys a pattern matches: a node's agent may
+// watch its own keys of a bucket and no other.
+func ReadKeys(ctx context.Context, kv jetstream.KeyValue, keys string) (map[string][]byte, error) {
+	w, err := kv.Watch(ctx, keys, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", kv.Bucket(), err)
 	}
@@ -38,7 +44,12 @@ func ReadAll(ctx context.Context, kv jetstream.KeyValue) (map[string][]byte, err
 // ReadPlaces reads every want or have of a bucket by its place; a key or
 // document that does not decode is handed to skipped and left out.
 func ReadPlaces[T any](ctx context.Context, kv jetstream.KeyValue, kind Kind, decode func([]byte) (T, error), skipped func(key string, err error)) (map[Place]T, error) {
-	entries, err := ReadAll(ctx, kv)
+	return ReadPlacesOf(ctx, kv, jetstream.AllKeys, kind, decode, skipped)
+}
+
+// ReadPlacesOf is ReadPlaces of the keys a pattern matches (NodeKeys).
+func ReadPlacesOf[T any](ctx context.Context, kv jetstream.KeyValue, keys string, kind Kind, decode func([]byte) (T, error), skipped func(key string, err error)) (map[Place]T, error) {
+	entries, err := ReadKeys(ctx, kv, keys)
 	if err != nil {
 		return nil, err
 	}

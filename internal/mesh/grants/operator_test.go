@@ -220,6 +220,14 @@ func TestPermissionsOnOperatorModeServer(t *testing.T) {
 		t.Errorf("the agent's watch gave %v, want want.n1.web", e)
 	}
 	_ = w.Stop()
+	mine, err := bus.NodeKeys(bus.KindWant, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	places, err := bus.ReadPlacesOf(ctx, wants, mine, bus.KindWant, func(raw []byte) ([]byte, error) { return raw, nil }, func(string, error) {})
+	if err != nil || len(places) != 1 || places[bus.Place{Node: "n1", Module: "web"}] == nil {
+		t.Errorf("the agent reads its wants as its passes do: %v, %v", places, err)
+	}
 	own, err := agent.js.KeyValue(ctx, "composed-n1")
 	if err != nil {
 		t.Fatalf("the agent binds its own compositions: %v", err)
