@@ -81,7 +81,7 @@ func TestReleasePageInABrowser(t *testing.T) {
 	defer s.end()
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
+		chromedp.DisableGPU, chromedp.WindowSize(1280, 900), chromedp.Env("TZ=Asia/Tokyo"))
 	defer cancelAlloc()
 	browser, cancelBrowser := chromedp.NewContext(alloc)
 	defer cancelBrowser()
@@ -111,7 +111,7 @@ func TestReleasePageInABrowser(t *testing.T) {
 	if colours != "rgb(46, 125, 50)|rgb(198, 40, 40)|rgb(21, 101, 192)|rgb(117, 117, 117)" {
 		t.Fatalf("state colours %q", colours)
 	}
-	if lead := eval(`document.querySelector('#releases tr[data-release="docs@2.0.1:prod-eu/prod"] td:nth-child(6)').textContent`); lead != "30m0s" {
+	if lead := eval(`document.querySelector('#releases tr[data-release="docs@2.0.1:prod-eu/prod"] td:nth-child(6)').textContent`); lead != "30 min" {
 		t.Fatalf("merged to healthy %q", lead)
 	}
 	// What runs where: docs serves 2.0.1 (2.0.0 failed before it), shop's
@@ -139,6 +139,12 @@ func TestReleasePageInABrowser(t *testing.T) {
 	}
 	if n := eval(`String(document.querySelectorAll('#injected, img').length) + ' ' + document.title`); n != "0 Releases" {
 		t.Fatalf("the markup became elements or ran: %q", n)
+	}
+	// Times in the reader's zone, written by the service's own script under
+	// its policy; the UTC time stays as the title, the relative beside it.
+	tokyo := aborted.StateAt.In(time.FixedZone("JST", 9*3600)).Format("2006-01-02 15:04:05") + " Asia/Tokyo"
+	if at := eval(`(e => e.textContent + ' | ' + e.title + ' | ' + e.nextElementSibling.textContent)(document.querySelector('#releases tr[data-release="docs@2.0.0:prod-eu/prod"] time'))`); at != tokyo+" | "+aborted.StateAt.Format("2006-01-02 15:04:05Z")+" | (2 h ago)" {
+		t.Fatalf("the time %q, want it at %s", at, tokyo)
 	}
 	if refresh := eval(`document.querySelector('meta[http-equiv=refresh]').content`); refresh != "300" {
 		t.Fatalf("reloads every %q", refresh)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	_ "embed"
-	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -24,6 +23,17 @@ const PageRows = 1000
 //go:embed page.html
 var pageHTML string
 
+// pageJS writes the page's times in the reader's zone. It is served by the
+// service itself, so the policy allows script from 'self' and nowhere else.
+//
+//go:embed page.js
+var pageJS []byte
+
+// PagePolicy is the page's Content-Security-Policy: its own script and
+// nothing else; inline style alone, as the page carries its style sheet.
+const PagePolicy = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self'; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
 // html/template escapes every value for where it stands, so a release id,
 // an image or a message with markup in it is shown as text.
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
@@ -33,6 +43,9 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"at":  func(now, t time.Time) struct{ Now, At time.Time } { return struct{ Now, At time.Time }{now, t} },
+	"ago": Relative,
 	"withins":      func() []string { return []string{"1h", "1d", "7d", "30d"} },
 	"withinString": func(d time.Duration) string { return map[bool]string{true: "", false: WithinString(d)}[d == 0] },
 	"refreshes":    func() []int { return []int{0, 10, 30, 60, 300} },
@@ -40,6 +53,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 
 // Page is what the page shows.
 type Page struct {
+	// Now is when the page is answered, for times written relative to it.
+	Now    time.Time
 	ReadAt time.Time
 	// Rows are the page of releases the query keeps: PageNo of Pages,
 	// Matched in all; PrevURL and NextURL are the neighbouring pages' links.
@@ -85,7 +100,10 @@ type Moment struct {
 // Chart is one DORA figure over PageDays days: a headline and a bar a day.
 type Chart struct {
 	Title, Figure, Unit string
-	Bars                []Bar
+	// Top is the tallest bar's value, the axis's top; Trend the figure
+	// over the window's later half beside its earlier.
+	Top, Trend string
+	Bars       []Bar
 }
 
 // Bar is one day's value, drawn at Height (0 to 40) of the tallest.
@@ -97,7 +115,7 @@ type Bar struct {
 // BuildPage is the page from one read of the records, newest first, what
 // the person asked for and the rollback window (KEEP_HEALTHY).
 func BuildPage(snap Snapshot, q PageQuery, keep int, now time.Time) Page {
-	p := Page{ReadAt: snap.ReadAt, Unreadable: snap.Unreadable, Asked: q.Release, Query: q, States: states, PageNo: q.Page}
+	p := Page{Now: now, ReadAt: snap.ReadAt, Unreadable: snap.Unreadable, Asked: q.Release, Query: q, States: states, PageNo: q.Page}
 	targets := RollbackTargets(snap.Records, keep)
 	rowOf := func(r rr.Record) Row {
 		row := rowOf(r)
@@ -145,7 +163,7 @@ func rowOf(r rr.Record) Row {
 	row := Row{ReleaseID: r.ReleaseID, App: r.App, Env: r.Env, Cluster: r.Cluster, Image: r.Image, State: r.State, Since: r.StateAt,
 		Revision: r.GitRevision, Commit: CommitURL(r.GitURL, r.GitRevision), Moved: MovedOf(r)}
 	if d, ok := LeadTime(r); ok {
-		row.LeadTime = d.Round(time.Second).String()
+		row.LeadTime = HumanDuration(d)
 	}
 	return row
 }
@@ -190,89 +208,6 @@ func setLine(keys []string) string {
 	return out
 }
 
-// Charts are the four DORA figures over the PageDays days up to now, every
-// service together, each deployment on the day it finished.
-func Charts(recs []rr.Record, now time.Time) []Chart {
-	since := now.Add(-PageDays * 24 * time.Hour)
-	healthy := healthyByService(recs)
-	deployed, failed := make([]float64, PageDays), make([]float64, PageDays)
-	leads, restores := make([][]time.Duration, PageDays), make([][]time.Duration, PageDays)
-	var allLeads, allRestores []time.Duration
-	var nDeployed, nFailed int
-	for _, r := range recs {
-		o, at := OutcomeOf(r), FinishedAt(r)
-		if o == OutcomeInFlight || at.Before(since) || at.After(now) {
-			continue
-		}
-		day := min(int(at.Sub(since)/(24*time.Hour)), PageDays-1)
-		deployed[day]++
-		nDeployed++
-		if d, ok := LeadTime(r); ok {
-			leads[day], allLeads = append(leads[day], d), append(allLeads, d)
-		}
-		if o == OutcomeFailed {
-			failed[day]++
-			nFailed++
-			if d, ok := RestoreTime(r, healthy[KeyOf(r)]); ok {
-				restores[day], allRestores = append(restores[day], d), append(allRestores, d)
-			}
-		}
-	}
-	rate := make([]float64, PageDays)
-	for i := range rate {
-		if deployed[i] > 0 {
-			rate[i] = 100 * failed[i] / deployed[i]
-		}
-	}
-	rateFigure := "—"
-	if nDeployed > 0 {
-		rateFigure = fmt.Sprintf("%.0f%%", 100*float64(nFailed)/float64(nDeployed))
-	}
-	return []Chart{
-		chart("Deployment frequency", fmt.Sprintf("%.1f a day", float64(nDeployed)/PageDays), "deployments", deployed),
-		chart("Lead time, merged to healthy", medianString(allLeads), "median, hours", medians(leads)),
-		chart("Change failure rate", rateFigure, "% failed", rate),
-		chart("Time to restore", medianString(allRestores), "median, hours", medians(restores)),
-	}
-}
-
-func medians(days [][]time.Duration) []float64 {
-	out := make([]float64, len(days))
-	for i, d := range days {
-		if len(d) > 0 {
-			out[i] = median(d).Hours()
-		}
-	}
-	return out
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func medianString(d []time.Duration) string {
-	if len(d) == 0 {
-		return "—"
-	}
-	return "median " + median(d).Round(time.Second).String()
-}
-
-// Bars are 8 px wide, 10 apart, at most 40 tall, on a 300×50 drawing.
-func chart(title, figure, unit string, values []float64) Chart {
-	top := slices.Max(values)
-	c := Chart{Title: title, Figure: figure, Unit: unit}
-	for i, v := range values {
-		h := 0
-		if top > 0 {
-			h = int(40 * v / top)
-		}
-		c.Bars = append(c.Bars, Bar{X: i * 10, Y: 45 - h, Height: h, Label: fmt.Sprintf("day %d: %.1f %s", i-PageDays+1, v, unit)})
-	}
-	return c
-}
-
 func (a *API) page(w http.ResponseWriter, r *http.Request) {
 	q, err := ParsePageQuery(r.URL.Query())
 	if err != nil {
@@ -291,9 +226,19 @@ func (a *API) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	// The page runs no script: a policy that allows none makes sure of it.
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
+	w.Header().Set("Content-Security-Policy", PagePolicy)
 	_, _ = w.Write(buf.Bytes())
+}
+
+func (a *API) script(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r.URL.Query()); err != nil {
+		badQuery(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "max-age=300")
+	_, _ = w.Write(pageJS)
 }
 
 func (a *API) now() time.Time {

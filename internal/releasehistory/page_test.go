@@ -31,11 +31,17 @@ func TestCharts(t *testing.T) {
 		t.Fatalf("%d charts", len(charts))
 	}
 	// Three finished deployments of docs today, one of them failed.
-	if charts[0].Figure != "0.1 a day" || charts[2].Figure != "33%" || charts[3].Figure != "median 1h0m0s" || charts[1].Figure != "median 1h0m0s" {
+	if charts[0].Figure != "0.1 a day" || charts[2].Figure != "33%" || charts[3].Figure != "median 1 h" || charts[1].Figure != "median 1 h" {
 		t.Fatalf("%+v", []string{charts[0].Figure, charts[1].Figure, charts[2].Figure, charts[3].Figure})
 	}
 	if today := charts[0].Bars[rh.PageDays-1]; today.Height != 40 || charts[0].Bars[0].Height != 0 {
 		t.Fatalf("bars %+v", charts[0].Bars)
+	}
+	// Each figure's trend: all three fell in the later half; the axes'
+	// tops are in each chart's unit.
+	if charts[0].Trend != "the last 15 days 0.2 a day; the 15 before 0.0 a day" || charts[2].Trend != "the last 15 days 33%; the 15 before —" ||
+		charts[0].Top != "3.0" || charts[1].Top != "1 h" || charts[3].Bars[rh.PageDays-1].Label != "today: 1 h median, failure to healthy" {
+		t.Fatalf("trend %q %q, tops %q %q, %q", charts[0].Trend, charts[2].Trend, charts[0].Top, charts[1].Top, charts[3].Bars[rh.PageDays-1].Label)
 	}
 	if empty := rh.Charts(nil, now); empty[2].Figure != "—" || empty[0].Bars[0].Height != 0 {
 		t.Fatalf("no records: %+v", empty)
@@ -61,6 +67,20 @@ func TestPageEscapes(t *testing.T) {
 	w = get(t, h, "/?release="+url.QueryEscape(`<b id="injected">x</b>`))
 	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), `<b id="injected">`) || !strings.Contains(w.Body.String(), "&lt;b id=") {
 		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	if csp := w.Header().Get("Content-Security-Policy"); csp != rh.PagePolicy || !strings.Contains(csp, "script-src 'self';") {
+		t.Fatalf("policy %q", csp)
+	}
+	// The one script is the service's own, and no script is inline.
+	if strings.Count(body, "<script") != 1 || !strings.Contains(body, `<script src="page.js" defer></script>`) {
+		t.Fatalf("scripts: %s", body)
+	}
+	if js := get(t, h, "/page.js"); js.Code != http.StatusOK || js.Header().Get("Content-Type") != "text/javascript; charset=utf-8" ||
+		!strings.Contains(js.Body.String(), "time[datetime]") {
+		t.Fatalf("page.js: %d %q", js.Code, js.Header())
+	}
+	if w := get(t, h, "/page.js?x=1"); w.Code != http.StatusBadRequest {
+		t.Fatalf("page.js with a parameter: %d", w.Code)
 	}
 	if w := get(t, h, "/?colour=red"); w.Code != http.StatusBadRequest {
 		t.Fatalf("%d", w.Code)

@@ -39,6 +39,7 @@ func (a *API) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/rollback-eligible", a.eligible)
 	mux.Handle("GET /metrics", a.MetricsHandler())
 	mux.HandleFunc("GET /{$}", a.page)
+	mux.HandleFunc("GET /page.js", a.script)
 }
 
 func (a *API) read(w http.ResponseWriter, r *http.Request) (Snapshot, bool) {
