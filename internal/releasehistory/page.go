@@ -43,12 +43,17 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"at":  func(now, t time.Time) struct{ Now, At time.Time } { return struct{ Now, At time.Time }{now, t} },
-	"ago": Relative,
-	"withins":      func() []string { return []string{"1h", "1d", "7d", "30d"} },
-	"withinString": func(d time.Duration) string { return map[bool]string{true: "", false: WithinString(d)}[d == 0] },
-	"refreshes":    func() []int { return []int{0, 10, 30, 60, 300} },
+	"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"at":      func(now, t time.Time) struct{ Now, At time.Time } { return struct{ Now, At time.Time }{now, t} },
+	"ago":     Relative,
+	"withins": func() []string { return []string{"1h", "1d", "7d", "30d"} },
+	"withinString": func(d time.Duration) string {
+		if d == 0 {
+			return ""
+		}
+		return WithinString(d)
+	},
+	"refreshes": func() []int { return []int{0, 10, 30, 60, 300} },
 }).Parse(pageHTML))
 
 // Page is what the page shows.
