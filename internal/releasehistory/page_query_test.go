@@ -118,6 +118,11 @@ func TestPageFiltersAndPages(t *testing.T) {
 			}
 		}
 	}
+	// A search with markup is shown back as text, in the field and the links.
+	if body := get(t, h, "/?q="+url.QueryEscape(`"><b id="injected">`)).Body.String(); strings.Contains(body, `<b id="injected">`) ||
+		!strings.Contains(body, `value="&#34;&gt;&lt;b id=&#34;injected&#34;&gt;"`) {
+		t.Fatal(body)
+	}
 	if body := get(t, h, "/?refresh=0").Body.String(); strings.Contains(body, `http-equiv="refresh"`) {
 		t.Fatal("refresh=0 still reloads")
 	}
