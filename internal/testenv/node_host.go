@@ -441,3 +441,46 @@ func removeCgroups() error {
 	}
 	return errors.Join(errs...)
 }
+
+// NodeLeftovers says what of a node is still on this machine: none once a
+// node has stopped, whoever ran it. A package whose tests ran a node checks
+// it after they end.
+func NodeLeftovers() []string {
+	var left []string
+	if exec.Command("ip", "link", "show", nodeBridge).Run() == nil { //nolint:gosec // fixed host tool
+		left = append(left, "the bridge "+nodeBridge)
+	}
+	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil && bytes.Contains(mounts, []byte("/"+nodeMark+"-")) {
+		left = append(left, "a mount under a node's folder")
+	}
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		for _, table := range []string{"filter", "nat", "mangle"} {
+			out, _ := exec.Command(tool, "-t", table, "-S").Output() //nolint:gosec // fixed host tools
+			if bytes.Contains(out, []byte("KUBE-")) || bytes.Contains(out, []byte(nodeGuardComment)) {
+				left = append(left, tool+"'s "+table+" rules")
+			}
+		}
+	}
+	if cgs := nodeCgroups(); len(cgs) > 0 {
+		left = append(left, "the cgroups "+strings.Join(cgs, ", "))
+	}
+	if _, err := os.Stat(nodeStateFile()); err == nil {
+		left = append(left, "kernel settings not put back")
+	}
+	if out, _ := exec.Command("ip", "route", "show", nodeSvcRange).Output(); len(bytes.TrimSpace(out)) > 0 { //nolint:gosec // fixed host tool
+		left = append(left, "the route of "+nodeSvcRange)
+	}
+	cached, _ := filepath.Glob("/var/lib/cni/results/*")
+	for _, f := range cached {
+		if raw, err := os.ReadFile(f); err == nil && bytes.Contains(raw, []byte(`"`+nodeGateway+`"`)) { //nolint:gosec // libcni's cache
+			left = append(left, "libcni's cache "+f)
+		}
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(cmdline, []byte("/"+nodeMark+"-")) { //nolint:gosec // /proc
+			left = append(left, "process "+e.Name())
+		}
+	}
+	return left
+}

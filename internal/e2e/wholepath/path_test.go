@@ -23,7 +23,16 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+// TestMain runs the tests, stops the node, and fails the run when the node
+// left anything on this machine.
+func TestMain(m *testing.M) {
+	code := testenv.Main(m)
+	if left := testenv.NodeLeftovers(); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "the node left behind:", strings.Join(left, "; "))
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // gateNS is where the product and Flagger run, as deploy-kit names them.
 const gateNS = "delivery-system"
@@ -210,19 +219,33 @@ func newApp(t *testing.T) *app {
 // release pushes r's render as the Project's artifact and moves the pin.
 func (a *app) release(r release) testenv.Artifact {
 	a.t.Helper()
-	ctx := context.Background()
+	art := a.push(r)
+	a.pin(art)
+	return art
+}
+
+// push pushes r's render as the Project's artifact, tagged with its
+// version, as the release workflow does.
+func (a *app) push(r release) testenv.Artifact {
+	a.t.Helper()
 	dir := a.t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "auth.yaml"), []byte(r.render(a.ns)), 0o600); err != nil {
 		a.t.Fatal(err)
 	}
-	art, err := a.e.flux.Push(ctx, dir, a.ns+"/auth", r.version, "https://github.com/example-org/auth", "main@sha1:"+r.commit())
+	art, err := a.e.flux.Push(context.Background(), dir, a.ns+"/auth", r.version, "https://github.com/example-org/auth", "main@sha1:"+r.commit())
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	if err := a.e.unit(ctx, a.ns, art); err != nil {
+	return art
+}
+
+// pin moves the Project's pin to art, as a merge to the estate repository
+// does.
+func (a *app) pin(art testenv.Artifact) {
+	a.t.Helper()
+	if err := a.e.unit(context.Background(), a.ns, art); err != nil {
 		a.t.Fatal(err)
 	}
-	return art
 }
 
 // waitFor polls cond every half second until it holds, failing the test

@@ -16,6 +16,9 @@ import (
 type release struct {
 	version, revision, testedAgainst string
 	failing                          map[string]bool
+	// broken adds an object the API server refuses, so Flux's dry run
+	// fails and nothing of the render is written.
+	broken bool
 }
 
 func (r release) tag() string { return releasemodel.RevisionTag(r.revision) }
@@ -53,6 +56,9 @@ func (r release) render(ns string) string {
 		`{"checks":["error-rate"],"process":"auth-ui","readiness":{"path":"/ready","port":8080}}],` +
 		`"migration":{"identity":"auth-migration","nonTransactional":false` + tested + `}}`
 	var b strings.Builder
+	if r.broken {
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Auth_Settings, namespace: %s}\n---\n", ns)
+	}
 	fmt.Fprintf(&b, `apiVersion: v1
 kind: ConfigMap
 metadata:
