@@ -41,11 +41,11 @@ type Node struct {
 	// Name is the Node's name.
 	Name string
 
-	lock                      *os.File
-	dns                       *clusterDNS
-	containerdSock            string
+	lock                       *os.File
+	dns                        *clusterDNS
+	containerdSock             string
 	kubeProxy, kubeProxyConfig string
-	say                       func(string)
+	say                        func(string)
 	// closers stop what was started beside the processes (servers in
 	// this process), first thing on Close.
 	closers []func()
