@@ -262,6 +262,22 @@ func (a *Agent) present(ctx context.Context) {
 	}
 }
 
+// age reads what Decide needs to refuse going back: the revision of the
+// entry of what runs and, when the offer is older, whether what runs is
+// held. Only an offer that would be applied is worth the reads.
+func (a *Agent) age(ctx context.Context, module string, want bus.Want, running Running, offer *Offer) error {
+	if !offer.Found || offer.Unverified != "" || offer.Digest != want.Digest || running.Fingerprint == "" ||
+		want.Fingerprint == running.Fingerprint && want.Digest == running.Digest {
+		return nil
+	}
+	var err error
+	if offer.Runs, err = a.Bus.CompositionRevision(ctx, a.Node, module, running.Fingerprint, running.Digest); err != nil || offer.Runs <= offer.Revision {
+		return err
+	}
+	offer.RunsHeld, err = a.Bus.Held(ctx, module, running.Fingerprint)
+	return err
+}
+
 // apply does what Decide says of one module's want. Until the new version
 // runs, the have names what runs and the want beside it as the attempt.
 func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
@@ -277,7 +293,7 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 	}
 	var offer Offer
 	var doc composition.Document
-	entry, envelope, err := a.Bus.ReadComposition(ctx, a.Node, module, want.Fingerprint)
+	entry, envelope, revision, err := a.Bus.ReadCompositionAt(ctx, a.Node, module, want.Fingerprint)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	case err != nil && entry.Digest == "":
@@ -287,10 +303,15 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 	case err != nil:
 		offer = Offer{Found: true, Digest: entry.Digest, Unverified: err.Error()}
 	default:
-		offer = Offer{Found: true, Digest: entry.Digest}
+		offer = Offer{Found: true, Digest: entry.Digest, Revision: revision}
 		if doc, err = a.Trust.OpenFor(ctx, envelope, a.Node, module, want.Fingerprint); err != nil {
 			offer.Unverified = err.Error()
 		}
+	}
+	if err := a.age(ctx, module, want, running, &offer); err != nil {
+		a.unanswered.Store(true)
+		a.Logger.Warn("the bus did not answer", slog.String("module", module), slog.String("error", err.Error()))
+		return
 	}
 	action, why := Decide(want, running, offer, back)
 	// The want's time is part of the attempt: a want written again (a put)

@@ -32,6 +32,10 @@ func TestDecide(t *testing.T) {
 		{"another composition of the fingerprint", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d1}, agent.ActionRefuse, "is not the want's"},
 		{"the composition does not verify", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d2, Unverified: "signed by no trusted key"}, agent.ActionRefuse, "does not verify: signed by no trusted key"},
 		{"the same fingerprint at another composition", agent.Running{Fingerprint: "f2", Digest: d1}, agent.Offer{Found: true, Digest: d2}, agent.ActionApply, "names f2"},
+		{"a composition newer than what runs", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d2, Revision: 9, Runs: 4}, agent.ActionApply, "names f2"},
+		{"a composition older than what runs", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d2, Revision: 4, Runs: 9}, agent.ActionRefuse, "older than the one that runs"},
+		{"older, and what runs is held", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d2, Revision: 4, Runs: 9, RunsHeld: true}, agent.ActionApply, "names f2"},
+		{"older, what runs written again since", agent.Running{Fingerprint: "f1", Digest: d1}, agent.Offer{Found: true, Digest: d2, Revision: 4}, agent.ActionApply, "names f2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,6 +50,29 @@ func TestDecide(t *testing.T) {
 // TestDecideAfterARollback: the version a node went back from is not
 // applied again for the want it failed under, nor another composition of
 // it refused for that; a want written since tries it again.
+// TestDecideOlder: only the operator's put or hand sends a node to a
+// composition older than the one it runs; the rules, or an owner not known,
+// do not.
+func TestDecideOlder(t *testing.T) {
+	f1 := agent.Running{Fingerprint: "f1", Digest: d1}
+	older := agent.Offer{Found: true, Digest: d2, Revision: 4, Runs: 9}
+	for _, c := range []struct {
+		owner  bus.Owner
+		action agent.Action
+	}{
+		{bus.OwnerRules, agent.ActionRefuse},
+		{bus.OwnerHand, agent.ActionApply},
+		{bus.PutOwner("ops"), agent.ActionApply},
+		{"", agent.ActionRefuse},
+		{"someone", agent.ActionRefuse},
+	} {
+		want := bus.Want{Fingerprint: "f2", Digest: d2, Owner: c.owner}
+		if action, why := agent.Decide(want, f1, older, agent.RolledBack{}); action != c.action {
+			t.Errorf("owner %q: %s (%s), want %s", c.owner, action, why, c.action)
+		}
+	}
+}
+
 func TestDecideAfterARollback(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	f1 := agent.Running{Fingerprint: "f1", Digest: d1}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
@@ -36,17 +37,28 @@ const (
 // Offer is the composition the node's bucket holds for the want's
 // fingerprint: found or not, its digest, and whether its envelope
 // verified against the trusted keys (Unverified says why not).
+//
+// Revision is the entry's revision in the bucket and Runs the revision of
+// the entry of what runs (0 when it is gone or was written again since):
+// only the operator writes the bucket, so they order the compositions as it
+// composed them. RunsHeld says what runs is held, which sends the nodes back.
 type Offer struct {
 	Found      bool
 	Digest     string
 	Unverified string
+	Revision   uint64
+	Runs       uint64
+	RunsHeld   bool
 }
 
 // Decide is what a want asks of a node: nothing when it runs the want's
 // fingerprint and composition, or when the node went back from that very
 // composition after the want was written (a want written since tries it
 // again); else, once the composition is there, apply it only when it is
-// the very one the want names and it verified.
+// the very one the want names, it verified, and it is not older than what
+// runs unless a put, a hand or a hold on what runs asks for that (rollback
+// protection: whoever can write a want cannot move a node back to any
+// version ever signed).
 func Decide(want bus.Want, running Running, offer Offer, back RolledBack) (Action, string) {
 	switch {
 	case want.Fingerprint == running.Fingerprint && want.Digest == running.Digest:
@@ -59,6 +71,14 @@ func Decide(want bus.Want, running Running, offer Offer, back RolledBack) (Actio
 		return ActionRefuse, "the composition's digest " + offer.Digest + " is not the want's " + want.Digest
 	case offer.Unverified != "":
 		return ActionRefuse, "the composition does not verify: " + offer.Unverified
+	case offer.Runs > offer.Revision && !offer.RunsHeld && !goesBack(want.Owner):
+		return ActionRefuse, "the composition is older than the one that runs, and neither a put, a hand nor a hold asks to go back"
 	}
 	return ActionApply, "the want names " + want.Fingerprint
+}
+
+// goesBack says the want's owner may send a node to an older composition:
+// the operator's put or hand, never the rules or an owner not known.
+func goesBack(owner bus.Owner) bool {
+	return owner == bus.OwnerHand || strings.HasPrefix(string(owner), "put:")
 }

@@ -147,25 +147,76 @@ func (b *Bus) WriteComposition(ctx context.Context, node, module, fingerprint st
 // envelope; an envelope whose bytes do not match the entry's digest is
 // refused.
 func (b *Bus) ReadComposition(ctx context.Context, node, module, fingerprint string) (Composed, []byte, error) {
+	entry, envelope, _, err := b.ReadCompositionAt(ctx, node, module, fingerprint)
+	return entry, envelope, err
+}
+
+// ReadCompositionAt is ReadComposition with the entry's revision in the
+// bucket, which orders node's compositions as they were written.
+func (b *Bus) ReadCompositionAt(ctx context.Context, node, module, fingerprint string) (Composed, []byte, uint64, error) {
 	key, err := CompositionKey(module, fingerprint)
 	if err != nil {
-		return Composed{}, nil, err
+		return Composed{}, nil, 0, err
 	}
 	store, err := b.Composed(ctx, node)
 	if err != nil {
-		return Composed{}, nil, err
+		return Composed{}, nil, 0, err
 	}
 	b.ops.Add(1)
 	got, err := store.Get(ctx, key)
 	if err != nil {
-		return Composed{}, nil, fmt.Errorf("read %s in %s: %w", key, store.Bucket(), err)
+		return Composed{}, nil, 0, fmt.Errorf("read %s in %s: %w", key, store.Bucket(), err)
 	}
 	entry, err := DecodeComposed(got.Value())
 	if err != nil {
-		return Composed{}, nil, err
+		return Composed{}, nil, got.Revision(), err
 	}
 	envelope, err := b.Envelope(ctx, entry)
-	return entry, envelope, err
+	return entry, envelope, got.Revision(), err
+}
+
+// CompositionRevision is the revision of node's entry of module at
+// fingerprint while it still names digest; 0 when the entry is gone, does
+// not decode or was written again since, as it then no longer says when
+// that composition was written.
+func (b *Bus) CompositionRevision(ctx context.Context, node, module, fingerprint, digest string) (uint64, error) {
+	key, err := CompositionKey(module, fingerprint)
+	if err != nil {
+		return 0, err
+	}
+	store, err := b.Composed(ctx, node)
+	if err != nil {
+		return 0, err
+	}
+	b.ops.Add(1)
+	got, err := store.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("read %s in %s: %w", key, store.Bucket(), err)
+	}
+	if entry, err := DecodeComposed(got.Value()); err != nil || entry.Digest != digest {
+		return 0, nil
+	}
+	return got.Revision(), nil
+}
+
+// Held says whether module's fingerprint is held.
+func (b *Bus) Held(ctx context.Context, module, fingerprint string) (bool, error) {
+	key, err := HoldKey(module, fingerprint)
+	if err != nil {
+		return false, err
+	}
+	b.ops.Add(1)
+	_, err = b.Holds.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s in %s: %w", key, HoldsBucket, err)
+	}
+	return true, nil
 }
 
 // Envelope is the envelope an entry holds or names, checked against its

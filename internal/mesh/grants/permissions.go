@@ -84,6 +84,8 @@ func For(p Part, node string) (Permissions, error) {
 		pub = append(pub, bind()...)
 		pub = append(pub, kvRead(bus.ModulesBucket, ">")...)
 		pub = append(pub, kvRead(bus.WantsBucket, "want."+token+".>")...)
+		// A hold on what runs is what lets the rules send a node back.
+		pub = append(pub, kvRead(bus.HoldsBucket, ">")...)
 		pub = append(pub, kvRead(composed, ">")...)
 		pub = append(pub, objectRead(bus.ObjectsBucket)...)
 		pub = append(pub, kvRead(bus.HavesBucket, "have."+token+".>")...)
