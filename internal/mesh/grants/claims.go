@@ -129,3 +129,19 @@ func (a Authority) SystemUserJWT(user string) (string, error) {
 func Creds(userJWT string, seed []byte) ([]byte, error) {
 	return jwt.FormatUserConfig(userJWT, seed)
 }
+
+// FromCreds reads back a credentials file's user: its name, public key and
+// permissions, as Plan compares them with the ones wanted. A file that is
+// not a user's credentials is refused.
+func FromCreds(creds []byte) (name, user string, perms Permissions, err error) {
+	token, err := jwt.ParseDecoratedJWT(creds)
+	if err != nil {
+		return "", "", Permissions{}, fmt.Errorf("not a credentials file: %w", err)
+	}
+	claims, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return "", "", Permissions{}, fmt.Errorf("not a user's JWT: %w", err)
+	}
+	perms = Permissions{Pub: claims.Pub.Allow, Sub: claims.Sub.Allow, Respond: claims.Resp != nil}
+	return claims.Name, claims.Subject, perms, nil
+}
