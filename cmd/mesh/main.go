@@ -56,7 +56,7 @@ var variables = []string{natsURL.Name, natsCreds.Name, natsNkey.Name, trustedKey
 
 func variablesOf(command string) []settings.Variable {
 	switch command {
-	case "compose":
+	case "compose", "grants":
 		return []settings.Variable{natsURL, natsCreds, natsNkey, replicas}
 	case "assigner":
 		return []settings.Variable{natsURL, natsCreds, natsNkey, trustedKeys, onlineWindow, tick, replicas}
@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "mesh: a command is required: key, compose, assigner, put, source, view, status, watchman, agent, backup-seat or demo\n\n%s", root.UsageString())
+		fmt.Fprintf(stderr, "mesh: a command is required: key, compose, assigner, put, source, view, status, watchman, agent, backup-seat, grants or demo\n\n%s", root.UsageString())
 		return 2
 	}
 	root.SetArgs(args)
@@ -133,6 +133,6 @@ func commands(in invocation) *cobra.Command {
 	})
 	root.AddCommand(keyCommand(in), composeCommand(in), assignerCommand(in), putCommand(in),
 		sourceCommand(in), viewCommand(in), statusCommand(in), watchmanCommand(in), agentCommand(in), backupSeatCommand(in),
-		demoCommand(in), demoModuleCommand(in))
+		grantsCommand(in), demoCommand(in), demoModuleCommand(in))
 	return root
 }

@@ -110,3 +110,27 @@ func (f Folder) write(auth Authority, user string, perms Permissions) error {
 	}
 	return os.Rename(tmp, f.path(user))
 }
+
+// WriteOperator writes the operator's own user, name.creds: it may do
+// anything in the account, for a put, a hand want, compose and grants.
+func (f Folder) WriteOperator(auth Authority, name string) error {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return err
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	token, err := auth.OperatorUserJWT(pub)
+	if err != nil {
+		return err
+	}
+	creds, err := Creds(token, seed)
+	if err != nil {
+		return err
+	}
+	tmp := f.path(name) + ".new"
+	if err := os.WriteFile(tmp, creds, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, f.path(name))
+}
