@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,11 @@ func TestReleasePageInABrowser(t *testing.T) {
 	kubeconfig := grant(t, cp, recordNS)
 	now := time.Now().UTC().Truncate(time.Second)
 	release := func(app, version string, state releaserecord.State, merged, at, healthy time.Duration) releaserecord.Record {
-		id, err := releaserecord.NewReleaseID(app, version, "prod-eu", "prod")
+		cluster := "prod-eu"
+		if v, ok := strings.CutSuffix(version, "/us"); ok {
+			version, cluster = v, "prod-us"
+		}
+		id, err := releaserecord.NewReleaseID(app, version, cluster, "prod")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,11 +69,15 @@ func TestReleasePageInABrowser(t *testing.T) {
 	aborted.LastError, aborted.LastFactPhase, aborted.EmittedLive = markup, "Degraded", []string{"deploying", "failed.aborted"}
 	aborted.GitURL, aborted.GitRevision = "https://github.com/acme/docs", "9f3c2a1"
 	aborted.ObjectGeneration, aborted.PodHash = "OCIRepository/apps/project-docs=4", "web=5d7f,worker=8a2c"
+	syncFailed := release("docs", "2.1.0/us", releaserecord.StateSyncFailed, 20*time.Minute, 15*time.Minute, 0)
+	syncFailed.LastError, syncFailed.LastFactPhase = "kustomize build: missing resource deployment.yaml", "SyncFailed"
 	recs := []releaserecord.Record{
 		release("docs", "1.0.0", releaserecord.StateSuperseded, 5*time.Hour, time.Hour, 4*time.Hour),
 		aborted,
 		release("docs", "2.0.1", releaserecord.StateHealthy, 90*time.Minute, time.Hour, time.Hour),
 		release("shop", "9.1.0", releaserecord.StateProgressing, 10*time.Minute, 5*time.Minute, 0),
+		release("docs", "2.0.1/us", releaserecord.StateHealthy, 100*time.Minute, 70*time.Minute, 70*time.Minute),
+		syncFailed,
 	}
 	for _, r := range recs {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: r.Name(), Namespace: recordNS, Labels: r.Labels()}, Data: r.Data()}
@@ -104,7 +113,8 @@ func TestReleasePageInABrowser(t *testing.T) {
 	}
 
 	rows := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.dataset.release + ' ' + r.querySelector('.state').textContent).join('|')`)
-	if want := "shop@9.1.0:prod-eu/prod progressing|docs@2.0.1:prod-eu/prod healthy|docs@2.0.0:prod-eu/prod aborted|docs@1.0.0:prod-eu/prod superseded"; rows != want {
+	if want := "shop@9.1.0:prod-eu/prod progressing|docs@2.1.0:prod-us/prod sync-failed|docs@2.0.1:prod-eu/prod healthy|docs@2.0.1:prod-us/prod healthy|" +
+		"docs@2.0.0:prod-eu/prod aborted|docs@1.0.0:prod-eu/prod superseded"; rows != want {
 		t.Fatalf("rows %q, want %q", rows, want)
 	}
 	colours := eval(`['healthy','aborted','progressing','superseded'].map(s => getComputedStyle(document.querySelector('#releases .state-' + s)).backgroundColor).join('|')`)
@@ -114,17 +124,19 @@ func TestReleasePageInABrowser(t *testing.T) {
 	if lead := eval(`document.querySelector('#releases tr[data-release="docs@2.0.1:prod-eu/prod"] td:nth-child(6)').textContent`); lead != "30 min" {
 		t.Fatalf("merged to healthy %q", lead)
 	}
-	// What runs where: docs serves 2.0.1 (2.0.0 failed before it), shop's
-	// first release is on its way with nothing serving yet.
+	// What runs where: docs serves 2.0.1 in both places (2.0.0 failed before
+	// it), 2.1.0 failed to sync in one with its reason; shop's first release
+	// is on its way in one place with nothing serving yet, and is in no other.
 	matrix := eval(`Array.from(document.querySelectorAll('#matrix tbody tr')).map(r => r.dataset.app + ': ' + Array.from(r.querySelectorAll('td')).map(c => c.innerText.replace(/\s+/g, ' ').trim()).join(' ; ')).join('|')`)
-	if !strings.HasPrefix(matrix, "docs: 2.0.1 healthy|shop: nothing serves → 9.1.0 progressing since ") {
+	if !regexp.MustCompile(`^docs: 2\.0\.1 healthy ; 2\.0\.1 healthy → 2\.1\.0 sync-failed since .+ \(15 min( \d+ s)? ago\) kustomize build: missing resource deployment\.yaml\|` +
+		`shop: nothing serves → 9\.1\.0 progressing since .+ \(5 min( \d+ s)? ago\) ; —$`).MatchString(matrix) {
 		t.Fatalf("matrix %q", matrix)
 	}
 	rollback := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.querySelector('td.rollback').textContent).join('|')`)
-	if rollback != "no|eligible|no|eligible" {
+	if rollback != "no|no|eligible|eligible|no|eligible" {
 		t.Fatalf("rollback targets %q", rollback)
 	}
-	if charts := eval(`Array.from(document.querySelectorAll('.chart h3')).map(h => h.textContent + ' ' + h.nextElementSibling.textContent).join('|')`); !strings.Contains(charts, "Change failure rate 33%") ||
+	if charts := eval(`Array.from(document.querySelectorAll('.chart h3')).map(h => h.textContent + ' ' + h.nextElementSibling.textContent).join('|')`); !strings.Contains(charts, "Change failure rate 25%") ||
 		strings.Count(charts, "|") != 3 {
 		t.Fatalf("charts %q", charts)
 	}
@@ -160,11 +172,11 @@ func TestReleasePageInABrowser(t *testing.T) {
 	if rows := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.dataset.release).join('|') + ' ' + document.querySelectorAll('#matrix tbody tr').length`); rows != "shop@9.1.0:prod-eu/prod 1" {
 		t.Fatalf("filtered to shop: %q", rows)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+s.addr+"/?refresh=0&state=healthy")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+s.addr+"/?refresh=0&state=healthy&cluster=prod-us")); err != nil {
 		t.Fatal(err)
 	}
-	if rows := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.dataset.release).join('|')`); rows != "docs@2.0.1:prod-eu/prod" {
-		t.Fatalf("filtered to healthy: %q", rows)
+	if rows := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.dataset.release).join('|')`); rows != "docs@2.0.1:prod-us/prod" {
+		t.Fatalf("filtered to healthy in prod-us: %q", rows)
 	}
 
 	// A narrow window, a phone's: the page itself does not scroll sideways;
