@@ -53,6 +53,8 @@ func pending(r rr.Record) bool {
 		return true
 	case rr.StateDegraded:
 		return r.HealthyAt.IsZero()
+	case rr.StateHealthy, rr.StateSuperseded, rr.StateRolledBack, rr.StateClosed:
+		return false
 	}
 	return false
 }

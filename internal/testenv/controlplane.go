@@ -203,7 +203,7 @@ func StartWith(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, er
 	if opts.CertDir != "" {
 		// envtest keeps certificates it finds in its folder and then knows
 		// no CA of its own: it is told the one that signed them.
-		api.CertDir, api.SecureServing.CA = opts.CertDir, opts.CA
+		api.CertDir, api.CA = opts.CertDir, opts.CA
 	}
 	if opts.Address != "" {
 		port := opts.Port
@@ -212,7 +212,7 @@ func StartWith(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, er
 				return nil, err
 			}
 		}
-		api.SecureServing.Address, api.SecureServing.Port = opts.Address, strconv.Itoa(port)
+		api.Address, api.Port = opts.Address, strconv.Itoa(port)
 		api.Configure().Set("advertise-address", opts.Address)
 	}
 	if opts.ServiceRange != "" {

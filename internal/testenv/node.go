@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -282,8 +281,6 @@ func freePorts(count int) ([]int, error) {
 	}
 	return out, nil
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // ContainerLogs is the end of every container's log on the node whose pod
 // is in namespace (every namespace's when empty), for a test that failed.

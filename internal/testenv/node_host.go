@@ -164,7 +164,7 @@ func upNetwork(ctx context.Context) error {
 // puts the kernel settings back. Each step goes on after another fails.
 func clearHost(ctx context.Context, kubeProxy, kubeProxyConfig string) error {
 	var errs []error
-	errs = append(errs, killMarked())
+	killMarked()
 	errs = append(errs, unmountMarked())
 	if kubeProxy != "" {
 		args := []string{"--cleanup"}
@@ -215,7 +215,7 @@ func removeFixedPaths() error {
 // killMarked ends every process whose command line names a node's folder
 // (containerd, its shims, the kubelet, kube-proxy) and every process left
 // in a node's cgroups (the containers).
-func killMarked() error {
+func killMarked() {
 	self := os.Getpid()
 	pids := map[int]bool{}
 	entries, _ := os.ReadDir("/proc")
@@ -231,7 +231,10 @@ func killMarked() error {
 	}
 	for _, cg := range nodeCgroups() {
 		_ = filepath.WalkDir(cg, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			if err != nil {
+				return nil //nolint:nilerr // a cgroup gone or unreadable holds no process to kill
+			}
+			if d.IsDir() || d.Name() != "cgroup.procs" {
 				return nil
 			}
 			raw, _ := os.ReadFile(path) //nolint:gosec // a node's cgroup
@@ -253,7 +256,6 @@ func killMarked() error {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	return nil
 }
 
 // unmountMarked unmounts every mount under a node's folder or its network
@@ -378,7 +380,7 @@ func removeLinks(ctx context.Context) error {
 		}
 	}
 	if exec.CommandContext(ctx, "ip", "link", "show", nodeBridge).Run() != nil { //nolint:gosec // fixed host tool
-		return nil
+		return nil //nolint:nilerr // no bridge is nothing to remove
 	}
 	return hostRun(ctx, "ip", "link", "del", nodeBridge)
 }
