@@ -25,6 +25,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/watchman"
@@ -55,17 +56,24 @@ type Story struct {
 	URL string
 	// Nodes are the module's nodes, by name; nil is n1, n2 and n3.
 	Nodes []string
+	// Connect, when set, dials the bus at URL as each part (the operator
+	// for ""), so every service runs on its own credential; nil, one
+	// connection for all.
+	Connect func(part grants.Part, node string) (*nats.Conn, error)
 }
 
 // world is what the story runs on.
 type world struct {
-	s      Story
-	nodes  []string
-	bus    *bus.Bus
-	nc     *nats.Conn
-	signer *composition.Signer
-	view   *view.View
-	addrs  map[string]string
+	s     Story
+	nodes []string
+	bus   *bus.Bus
+	nc    *nats.Conn
+	// sources is source.main's bucket as CI writes it, on the operator's
+	// connection: the view only reads it.
+	sources jetstream.KeyValue
+	signer  *composition.Signer
+	view    *view.View
+	addrs   map[string]string
 }
 
 // Run tells the story; it returns the first step that did not go as told.
@@ -112,7 +120,11 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 		url = ns.ClientURL()
 	}
 	s.say("A bus: NATS JetStream at %s.", url)
-	nc, err := nats.Connect(url)
+	connect := s.Connect
+	if connect == nil {
+		connect = func(grants.Part, string) (*nats.Conn, error) { return nats.Connect(url) }
+	}
+	nc, err := connect("", "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,11 +137,38 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// The operator makes every bucket; a part on its own credential only
+	// binds them.
+	for _, n := range s.Nodes {
+		if _, err := b.Composed(ctx, n); err != nil {
+			return nil, nil, err
+		}
+	}
+	sources, err := view.Sources(ctx, js, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	partBus := func(p grants.Part, node string) (*bus.Bus, jetstream.JetStream, error) {
+		if s.Connect == nil {
+			return b, js, nil
+		}
+		pc, err := s.Connect(p, node)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect as %s %s: %w", p, node, err)
+		}
+		stops = append(stops, pc.Close)
+		pjs, err := jetstream.New(pc)
+		if err != nil {
+			return nil, nil, err
+		}
+		pb, err := bus.Open(ctx, pjs, bus.Options{})
+		return pb, pjs, err
+	}
 	keys, err := composition.NewKeyPair()
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &world{s: s, nodes: s.Nodes, bus: b, nc: nc, signer: keys.Signer, addrs: map[string]string{}}
+	w := &world{s: s, nodes: s.Nodes, bus: b, nc: nc, sources: sources, signer: keys.Signer, addrs: map[string]string{}}
 
 	// The services, each as its command would run it.
 	run := func(name string, f func(context.Context) error) {
@@ -145,25 +184,44 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 			return nil, nil, err
 		}
 		w.addrs[n] = addr
-		a := &agent.Agent{Node: n, Bus: b, Trust: keys.Trust, Layout: agent.Layout{Root: filepath.Join(s.Dir, n)}, Grace: 2 * time.Second,
+		ab, _, err := partBus(grants.Agent, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		a := &agent.Agent{Node: n, Bus: ab, Trust: keys.Trust, Layout: agent.Layout{Root: filepath.Join(s.Dir, n)}, Grace: 2 * time.Second,
 			HealthWithin: healthWithin, Tick: 200 * time.Millisecond, Output: s.Logs, Logger: logger.With(slog.String("node", n))}
 		run("agent "+n, a.Run)
 		stops = append(stops, a.Stop)
 	}
 	s.say("%d nodes, %v, each with its agent in a folder of its own; %s, the first by name, is the canary.", len(w.nodes), w.nodes, w.nodes[0])
-	assigner := &assign.Assigner{Bus: b, Verifier: keys.Trust, Now: time.Now, Tick: 200 * time.Millisecond, Logger: logger}
-	run("assigner", assigner.Run)
-	teller, err := said.Open(ctx, js, 1, logger)
+	if _, err := said.Open(ctx, js, 1, logger); err != nil {
+		return nil, nil, err
+	}
+	sb, _, err := partBus(grants.Assigner, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	guard, err := watchman.New(b, teller, prometheus.NewRegistry(), logger)
+	assigner := &assign.Assigner{Bus: sb, Verifier: keys.Trust, Now: time.Now, Tick: 200 * time.Millisecond, Logger: logger}
+	run("assigner", assigner.Run)
+	gb, gjs, err := partBus(grants.Watchman, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	teller, err := said.Open(ctx, gjs, 1, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	guard, err := watchman.New(gb, teller, prometheus.NewRegistry(), logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	guard.StallAfter = s.StuckAfter
 	run("watchman", func(ctx context.Context) error { return guard.Run(ctx, 200*time.Millisecond) })
-	if w.view, err = view.Open(ctx, js, b, 1, logger); err != nil {
+	vb, vjs, err := partBus(grants.View, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if w.view, err = view.Open(ctx, vjs, vb, 1, logger); err != nil {
 		return nil, nil, err
 	}
 	w.view.StuckAfter = s.StuckAfter

@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/demo"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants/grantstest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -28,12 +32,20 @@ func TestMain(m *testing.M) {
 // put of it by hand rolled back too, left alone by the assigner, stuck
 // and said a stall, and compositions
 // signed by an unknown key or altered by a byte refused on every node.
-func TestTheStory(t *testing.T) { tellTheStory(t, "") }
+func TestTheStory(t *testing.T) { tellTheStory(t, "", nil) }
+
+// TestTheStoryOnItsOwnCredentials tells it on a server in operator mode,
+// every agent, the assigner, the watchman and the view each on the user
+// grants gives it, and the operator's steps on the operator's.
+func TestTheStoryOnItsOwnCredentials(t *testing.T) {
+	s := grantstest.Start(t)
+	tellTheStory(t, s.URL, s.Connect)
+}
 
 // TestTheStoryOnTheRealServer tells it on the built nats-server binary.
-func TestTheStoryOnTheRealServer(t *testing.T) { tellTheStory(t, testenv.NewNATS(t).URL) }
+func TestTheStoryOnTheRealServer(t *testing.T) { tellTheStory(t, testenv.NewNATS(t).URL, nil) }
 
-func tellTheStory(t *testing.T, url string) {
+func tellTheStory(t *testing.T, url string, connect func(grants.Part, string) (*nats.Conn, error)) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +54,7 @@ func tellTheStory(t *testing.T, url string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s := demo.Story{Out: out, Logs: logs, Module: []string{self}, ModuleEnv: map[string]string{"MESH_DEMO_MODULE": "1"},
-		Dir: t.TempDir(), StuckAfter: 2 * time.Second, URL: url}
+		Dir: t.TempDir(), StuckAfter: 2 * time.Second, URL: url, Connect: connect}
 	if err := s.Run(ctx); err != nil {
 		t.Fatalf("%v\n%s\nlogs:\n%s", err, out, logs)
 	}

@@ -203,7 +203,7 @@ func (w *world) build(ctx context.Context, revision, fingerprint string, healthy
 	if err := w.put(ctx, w.bus.Grants, grant, bus.Grant{Module: module, Fingerprint: fingerprint, At: now}); err != nil {
 		return err
 	}
-	if err := view.WriteSource(ctx, w.view.Sources, view.Source{Revision: revision, Modules: map[string]string{module: fingerprint}, At: now}); err != nil {
+	if err := view.WriteSource(ctx, w.sources, view.Source{Revision: revision, Modules: map[string]string{module: fingerprint}, At: now}); err != nil {
 		return err
 	}
 	key, _ := bus.BuildKey(module, fingerprint)
