@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -95,7 +96,7 @@ func composeCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 1, "not signed", err)
 			}
-			b, closeBus, err := connect(ctx, in.getenv, "mesh compose", "")
+			b, closeBus, err := connect(ctx, in, "mesh compose", "")
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -139,7 +140,7 @@ func assignerCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh assigner", grants.Assigner)
+			b, closeBus, err := connect(ctx, in, "mesh assigner", grants.Assigner)
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -175,7 +176,7 @@ func putCommand(in invocation) *cobra.Command {
 					return fail(in, 2, "bad configuration", err)
 				}
 			}
-			b, closeBus, err := connect(ctx, in.getenv, "mesh put", "")
+			b, closeBus, err := connect(ctx, in, "mesh put", "")
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -287,8 +288,8 @@ func busSettings(getenv func(string) string) (string, bus.Credential, bus.Option
 
 // connect opens the bus at NATS_URL as part (empty, the operator), making
 // the buckets that do not exist.
-func connect(ctx context.Context, getenv func(string) string, name string, part grants.Part) (*bus.Bus, func(), error) {
-	url, cred, opts, err := busSettings(getenv)
+func connect(ctx context.Context, in invocation, name string, part grants.Part) (*bus.Bus, func(), error) {
+	url, cred, opts, err := busSettings(in.getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -301,6 +302,7 @@ func connect(ctx context.Context, getenv func(string) string, name string, part 
 	if err != nil {
 		return nil, nil, err
 	}
+	reportRefusals(in, nc)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
@@ -314,4 +316,13 @@ func connect(ctx context.Context, getenv func(string) string, name string, part 
 		return nil, nil, err
 	}
 	return b, nc.Close, nil
+}
+
+// reportRefusals logs what the server refuses the connection, a subject
+// its credential does not allow above all: the server says so apart from
+// the request, which would otherwise only wait out its time.
+func reportRefusals(in invocation, nc *nats.Conn) {
+	nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		in.logger.Error("the bus refused", slog.String("error", err.Error()))
+	})
 }

@@ -116,7 +116,7 @@ func grantsRun(ctx context.Context, in invocation, dir string, folder grants.Fol
 	if err != nil {
 		return fail(in, 2, "bad configuration", err)
 	}
-	b, closeBus, err := connect(ctx, in.getenv, "mesh grants", "")
+	b, closeBus, err := connect(ctx, in, "mesh grants", "")
 	if err != nil {
 		return fail(in, 2, "no bus", err)
 	}

@@ -70,6 +70,7 @@ func agentCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
+			reportRefusals(in, nc)
 			defer nc.Close()
 			js, err := jetstream.New(nc)
 			if err != nil {
@@ -121,6 +122,7 @@ func backupSeatCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
+			reportRefusals(in, nc)
 			defer nc.Close()
 			s := &seat.Seat{Node: node, Dir: dir, Conn: nc, Now: in.now, Logger: in.logger}
 			in.logger.Info("mesh backup seat started", slog.String("node", node), slog.String("dir", dir))

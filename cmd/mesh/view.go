@@ -49,7 +49,7 @@ func watchmanCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh watchman", grants.Watchman)
+			b, closeBus, err := connect(ctx, in, "mesh watchman", grants.Watchman)
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -107,7 +107,7 @@ func viewCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh view", grants.View)
+			b, closeBus, err := connect(ctx, in, "mesh view", grants.View)
 			if err != nil {
 				return fail(in, 2, "no bus", err)
 			}
@@ -145,7 +145,7 @@ func statusCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh status", grants.View)
+			b, closeBus, err := connect(ctx, in, "mesh status", grants.View)
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}
@@ -195,7 +195,7 @@ func sourceCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			b, closeBus, err := connect(ctx, in.getenv, "mesh source", grants.Source)
+			b, closeBus, err := connect(ctx, in, "mesh source", grants.Source)
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}
