@@ -135,7 +135,7 @@ func TestFaultsAlongTheWholePath(t *testing.T) {
 func (a *app) unit() kustomizev1.Kustomization {
 	a.t.Helper()
 	var k kustomizev1.Kustomization
-	if err := a.e.n.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.FluxNamespace, Name: a.ns}, &k); err != nil {
+	if err := a.e.n.Client.Get(context.Background(), client.ObjectKey{Namespace: testenv.FluxNamespace, Name: "project-" + a.ns}, &k); err != nil {
 		a.t.Fatalf("read the Kustomization: %v", err)
 	}
 	return k

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	releasemodel "github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -79,7 +80,7 @@ func startEstate(ctx context.Context, t *testing.T) (*estate, error) {
 	say := func(s string) { t.Log(s) }
 	n := testenv.SharedNode(t, testenv.NodeOptions{Images: []string{member}, Say: say})
 	e := &estate{n: n}
-	if err := n.ImportProductImages(ctx, filepath.Join(dir, "images"), "release-gate"); err != nil {
+	if err := n.ImportProductImages(ctx, filepath.Join(dir, "images"), "release-gate", "release-record"); err != nil {
 		return nil, err
 	}
 	if e.flux, err = n.StartFlux(ctx); err != nil {
@@ -102,17 +103,47 @@ func startEstate(ctx context.Context, t *testing.T) (*estate, error) {
 	if err := e.applied(ctx, "delivery", a.Digest); err != nil {
 		return nil, err
 	}
-	if err := n.WaitAvailable(ctx, gateNS, "release-gate"); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, n.ContainerLogs(gateNS, 3000))
+	for _, service := range []string{"release-gate", "release-record"} {
+		if err := n.WaitAvailable(ctx, gateNS, service); err != nil {
+			return nil, fmt.Errorf("%w\n%s", err, n.ContainerLogs(gateNS, 3000))
+		}
+	}
+	// notification-controller prompts the release record on every event
+	// of a unit or a source, as a platform team wires it.
+	if _, err := n.Apply(ctx, []byte(fmt.Sprintf(`apiVersion: notification.toolkit.fluxcd.io/v1beta3
+kind: Provider
+metadata: {name: release-record, namespace: %[1]s}
+spec:
+  type: generic
+  address: http://release-record.%[2]s.svc.cluster.local:8080/flux
+---
+apiVersion: notification.toolkit.fluxcd.io/v1beta3
+kind: Alert
+metadata: {name: release-record, namespace: %[1]s}
+spec:
+  providerRef: {name: release-record}
+  eventSeverity: info
+  eventSources:
+    - {kind: Kustomization, name: "*"}
+    - {kind: OCIRepository, name: "*"}
+`, testenv.FluxNamespace, gateNS))); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
 
+// The release record's cluster and environment on the node.
+const (
+	recordCluster = "node"
+	recordEnv     = "test"
+)
+
 // productOverlay lays out the install a platform team keeps: deploy/'s
-// namespace and release-gate folders as they are, and an overlay naming
-// the images the node has.
+// namespace, release-gate and release-record folders as they are, and an
+// overlay naming the images the node has, the cluster and environment, and
+// a short look interval.
 func productOverlay(dir string) error {
-	for _, part := range []string{"namespace", "release-gate"} {
+	for _, part := range []string{"namespace", "release-gate", "release-record"} {
 		src := filepath.Join("..", "..", "..", "deploy", part)
 		if err := copyFolder(src, filepath.Join(dir, part)); err != nil {
 			return err
@@ -121,12 +152,30 @@ func productOverlay(dir string) error {
 	overlay := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: %s
-resources: [namespace, release-gate]
+resources: [namespace, release-gate, release-record]
 images:
   - name: ghcr.io/jorisjonkers-dev/delivery/release-gate
-    newName: %s
-    newTag: %s
-`, gateNS, strings.TrimSuffix(testenv.ProductImage("release-gate"), ":"+testenv.ProductTag), testenv.ProductTag)
+    newName: %[2]s
+    newTag: %[4]s
+  - name: ghcr.io/jorisjonkers-dev/delivery/release-record
+    newName: %[3]s
+    newTag: %[4]s
+patches:
+  - patch: |
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: release-record, namespace: %[1]s}
+      spec:
+        template:
+          spec:
+            containers:
+              - name: release-record
+                env:
+                  - {name: CLUSTER_NAME, value: %[5]s}
+                  - {name: ENVIRONMENT, value: %[6]s}
+                  - {name: INTERVAL, value: 5s}
+`, gateNS, strings.TrimSuffix(testenv.ProductImage("release-gate"), ":"+testenv.ProductTag),
+		strings.TrimSuffix(testenv.ProductImage("release-record"), ":"+testenv.ProductTag), testenv.ProductTag, recordCluster, recordEnv)
 	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o600)
 }
 
@@ -151,9 +200,10 @@ func copyFolder(src, dst string) error {
 	})
 }
 
-// unit points a Project's OCIRepository and Kustomization at an artifact,
-// pinned by digest as deploy-kit's pin files are; a second call moves the
-// pin.
+// unit points a Project's OCIRepository and Kustomization, both
+// project-<project>, at an artifact, pinned by digest as deploy-kit's pin
+// files are, the release named on the unit as the Reporter reads it; a
+// second call moves the pin.
 func (e *estate) unit(ctx context.Context, project string, a testenv.Artifact) error {
 	_, err := e.n.Apply(ctx, []byte(fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
@@ -166,7 +216,10 @@ spec:
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
-metadata: {name: %[1]s, namespace: %[2]s}
+metadata:
+  name: project-%[1]s
+  namespace: %[2]s
+  annotations: {%[5]s: example-org/%[1]s, %[6]s: %[7]q, %[8]s: %[4]q}
 spec:
   interval: 10m
   prune: true
@@ -174,7 +227,8 @@ spec:
   timeout: 3m
   path: ./
   sourceRef: {kind: OCIRepository, name: project-%[1]s}
-`, project, testenv.FluxNamespace, a.URL(e.flux), a.Digest)))
+`, project, testenv.FluxNamespace, a.URL(e.flux), a.Digest,
+		reporter.AnnotationRepository, reporter.AnnotationVersion, a.Tag, reporter.AnnotationDigest)))
 	return err
 }
 
@@ -185,7 +239,7 @@ func (e *estate) applied(ctx context.Context, project, revision string) error {
 	last := ""
 	for {
 		var k kustomizev1.Kustomization
-		if err := e.n.Client.Get(ctx, client.ObjectKey{Namespace: testenv.FluxNamespace, Name: project}, &k); err == nil {
+		if err := e.n.Client.Get(ctx, client.ObjectKey{Namespace: testenv.FluxNamespace, Name: "project-" + project}, &k); err == nil {
 			ready := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
 			if ready != nil && ready.Status == metav1.ConditionTrue && k.Status.LastAppliedRevision == revision {
 				return nil

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 )
 
 // Three releases of the auth Application.
@@ -49,6 +51,9 @@ func TestReleasesAlongTheWholePath(t *testing.T) {
 	}
 	a.serving(first.revision, 2*time.Minute)
 	t.Logf("the first release: pushed to serving in %s", time.Since(start).Round(time.Second))
+	if r := a.expectRecord(first.version, rr.StateHealthy, evDeployed); r.Image != art.Digest || r.GitRevision != first.commit() {
+		t.Errorf("the first release's record names %q at %q, want %q at %q", r.Image, r.GitRevision, art.Digest, first.commit())
+	}
 
 	// Every pod created from here on, with when.
 	created := a.watchPods()
@@ -80,6 +85,8 @@ func TestReleasesAlongTheWholePath(t *testing.T) {
 	}
 	a.serving(second.revision, 2*time.Minute)
 	t.Logf("the second release: pushed to serving in %s", time.Since(start).Round(time.Second))
+	a.expectRecord(second.version, rr.StateHealthy, evUpgraded)
+	a.expectRecord(first.version, rr.StateSuperseded, "")
 	if first, ok := created.first(second.version); !ok {
 		t.Errorf("no pod of the second release was seen")
 	} else if first.Before(migrated) {
@@ -99,6 +106,9 @@ func TestReleasesAlongTheWholePath(t *testing.T) {
 	a.release(third)
 	a.phase("auth-ui", flaggerv1.CanaryPhaseFailed, 6*time.Minute)
 	t.Logf("the third release: pushed to failed in %s", time.Since(start).Round(time.Second))
+	if r := a.expectRecord(third.version, rr.StateAborted, evFailed); r.LastError == "" {
+		t.Errorf("the aborted record keeps no error")
+	}
 	if !a.said("checks", "auth-ui", "not yet") {
 		t.Errorf("auth-ui failed, but not on the gate's own traffic: %v", a.answers("checks", "auth-ui"))
 	}
