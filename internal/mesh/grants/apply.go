@@ -27,7 +27,7 @@ func (f Folder) Users() (perms map[string]Permissions, keys map[string]string, e
 	}
 	perms, keys = map[string]Permissions{}, map[string]string{}
 	for _, path := range paths {
-		raw, err := os.ReadFile(path)
+		raw, err := os.ReadFile(path) //nolint:gosec // a credentials file of the folder the operator named
 		if err != nil {
 			return nil, nil, err
 		}
