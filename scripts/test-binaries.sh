@@ -124,6 +124,37 @@ installed() {
 	rm -rf "$tmp"
 }
 
+# kube_components builds the named commands of kubernetes (k8s.io/kubernetes/
+# cmd/<name>) into folder from one wrapper module that also imports the
+# kube-apiserver, so the modules resolve as for its build and its build
+# cache serves: every staging module kubernetes replaces with a local
+# folder is taken at its published version instead.
+kube_components() {
+	local folder=$1; shift
+	local c missing=()
+	for c in "$@"; do [ -x "$folder/$c" ] || missing+=("$c"); done
+	[ "${#missing[@]}" -gt 0 ] || return 0
+	local w kdir
+	w=$(wrapper)
+	kdir=$(retry go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	{
+		printf 'package wrapper\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n'
+		for c in "${missing[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s/app"\n' "$c"; done
+		printf ')\n'
+	} >"$w/tools.go"
+	local args=(-require="k8s.io/kubernetes@$KUBE_VERSION") m
+	for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$kdir/go.mod"); do
+		args+=(-replace="$m=$m@$STAGING_VERSION")
+	done
+	(cd "$w" && go mod edit "${args[@]}" && retry go mod tidy >&2)
+	local pkg=k8s.io/component-base/version
+	for c in "${missing[@]}"; do
+		build "$c $KUBE_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=35' -o '$folder/$c.tmp' k8s.io/kubernetes/cmd/$c"
+		mv "$folder/$c.tmp" "$folder/$c"
+	done
+	rm -rf "$w"
+}
+
 # The controllers, kwok and Flagger that make a control plane act: the two
 # controllers from the kube-apiserver's wrapper (so its build cache serves),
 # kwok and Flagger by go install (neither has replace directives). They live
@@ -131,24 +162,7 @@ installed() {
 cluster() {
 	local out
 	out=$(envtest)
-	if [ ! -x "$out/kube-controller-manager" ] || [ ! -x "$out/kube-scheduler" ]; then
-		local w kdir
-		w=$(wrapper)
-		kdir=$(retry go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-		printf 'package wrapper\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler/app"\n)\n' >"$w/tools.go"
-		local args=(-require="k8s.io/kubernetes@$KUBE_VERSION") m
-		for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$kdir/go.mod"); do
-			args+=(-replace="$m=$m@$STAGING_VERSION")
-		done
-		(cd "$w" && go mod edit "${args[@]}" && retry go mod tidy >&2)
-		local pkg=k8s.io/component-base/version c
-		for c in kube-controller-manager kube-scheduler; do
-			[ -x "$out/$c" ] && continue
-			build "$c $KUBE_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=35' -o '$out/$c.tmp' k8s.io/kubernetes/cmd/$c"
-			mv "$out/$c.tmp" "$out/$c"
-		done
-		rm -rf "$w"
-	fi
+	kube_components "$out" kube-controller-manager kube-scheduler
 	installed "$out" kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 	installed "$out" flagger "github.com/fluxcd/flagger/cmd/flagger@$FLAGGER_VERSION"
 	# kwok's default stages and Flagger's grant are read from their modules.
@@ -161,24 +175,7 @@ cluster() {
 node() {
 	local out
 	out=$(cluster)
-	if [ ! -x "$out/kubelet" ] || [ ! -x "$out/kube-proxy" ]; then
-		local w kdir
-		w=$(wrapper)
-		kdir=$(retry go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-		printf 'package wrapper\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kubelet/app"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy/app"\n)\n' >"$w/tools.go"
-		local args=(-require="k8s.io/kubernetes@$KUBE_VERSION") m
-		for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$kdir/go.mod"); do
-			args+=(-replace="$m=$m@$STAGING_VERSION")
-		done
-		(cd "$w" && go mod edit "${args[@]}" && retry go mod tidy >&2)
-		local pkg=k8s.io/component-base/version c
-		for c in kubelet kube-proxy; do
-			[ -x "$out/$c" ] && continue
-			build "$c $KUBE_VERSION" bash -c "cd '$w' && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=35' -o '$out/$c.tmp' k8s.io/kubernetes/cmd/$c"
-			mv "$out/$c.tmp" "$out/$c"
-		done
-		rm -rf "$w"
-	fi
+	kube_components "$out" kubelet kube-proxy
 	echo "$out"
 }
 

@@ -33,15 +33,7 @@ import (
 func TestFaultsAlongTheWholePath(t *testing.T) {
 	a := newApp(t)
 	ctx := context.Background()
-	art := a.release(first)
-	a.waitFor("Flux to apply the first release", 3*time.Minute, func() (bool, string) {
-		err := a.e.applied(ctx, a.ns, art.Digest)
-		return err == nil, fmt.Sprint(err)
-	})
-	for _, m := range members {
-		a.phase(m.process, flaggerv1.CanaryPhaseInitialized, 3*time.Minute)
-	}
-	a.serving(first.revision, 2*time.Minute)
+	art := a.initialized(first)
 
 	// A render the API server refuses.
 	broken := second

@@ -278,6 +278,21 @@ func (a *app) release(r release) testenv.Artifact {
 	return art
 }
 
+// initialized delivers the Application's first release: Flux applies it,
+// Flagger initializes both Canaries, and the gate records it as serving.
+func (a *app) initialized(r release) testenv.Artifact {
+	a.t.Helper()
+	art := a.release(r)
+	if err := a.e.applied(context.Background(), a.ns, art.Digest); err != nil {
+		a.t.Fatal(err)
+	}
+	for _, m := range members {
+		a.phase(m.process, flaggerv1.CanaryPhaseInitialized, 3*time.Minute)
+	}
+	a.serving(r.revision, 2*time.Minute)
+	return art
+}
+
 // push pushes r's render as the Project's artifact, tagged with its
 // version, as the release workflow does.
 func (a *app) push(r release) testenv.Artifact {

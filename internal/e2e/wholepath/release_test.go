@@ -41,15 +41,7 @@ func TestReleasesAlongTheWholePath(t *testing.T) {
 	ctx := context.Background()
 
 	start := time.Now()
-	art := a.release(first)
-	a.waitFor("Flux to apply the first release", 3*time.Minute, func() (bool, string) {
-		err := a.e.applied(ctx, a.ns, art.Digest)
-		return err == nil, fmt.Sprint(err)
-	})
-	for _, m := range members {
-		a.phase(m.process, flaggerv1.CanaryPhaseInitialized, 3*time.Minute)
-	}
-	a.serving(first.revision, 2*time.Minute)
+	art := a.initialized(first)
 	t.Logf("the first release: pushed to serving in %s", time.Since(start).Round(time.Second))
 	if r := a.expectRecord(first.version, rr.StateHealthy, evDeployed); r.Image != art.Digest || r.GitRevision != first.commit() {
 		t.Errorf("the first release's record names %q at %q, want %q at %q", r.Image, r.GitRevision, art.Digest, first.commit())
