@@ -35,8 +35,11 @@ test-deps:
 	scripts/test-deps.sh
 
 ## test: install what the tests need, run them with the race detector, check coverage
+# 30m per package: one node runs on a machine at a time, so a second suite
+# beside this one has its whole-path package wait out the first's (about
+# 10 minutes) before its own 10.
 test: test-deps
-	$(GO) test -race -count=1 -timeout 20m -coverpkg=./... -coverprofile=cover.out ./...
+	$(GO) test -race -count=1 -timeout 30m -coverpkg=./... -coverprofile=cover.out ./...
 	scripts/coverage.sh cover.out $(COVERAGE_FLOOR)
 
 ## lint: golangci-lint with the project's configuration
