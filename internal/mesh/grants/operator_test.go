@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
@@ -19,15 +17,17 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
-// operatorBus is a JetStream server in operator mode with a full resolver,
-// as the mesh runs it: the mesh account, the system account, and nothing
-// else trusted.
+// operatorBus is the built nats-server in operator mode with a full
+// resolver, as the mesh runs it: the mesh account, the system account, and
+// nothing else trusted.
 type operatorBus struct {
-	url  string
-	auth Authority
-	dir  string
+	url    string
+	auth   Authority
+	dir    string
+	server *testenv.OperatorNATS
 }
 
 func startOperatorBus(t *testing.T) operatorBus {
@@ -40,47 +40,23 @@ func startOperatorBus(t *testing.T) operatorBus {
 		return kp
 	}
 	auth := Authority{Operator: must(nkeys.CreateOperator()), Account: must(nkeys.CreateAccount()), System: must(nkeys.CreateAccount())}
-	opJWT, err := auth.OperatorJWT()
+	trust := testenv.NATSTrust{}
+	var err error
+	if trust.OperatorJWT, err = auth.OperatorJWT(); err != nil {
+		t.Fatal(err)
+	}
+	trust.SystemAccount, _ = auth.System.PublicKey()
+	sysJWT, err := auth.SystemJWT()
 	if err != nil {
 		t.Fatal(err)
 	}
-	operator, err := jwt.DecodeOperatorClaims(opJWT)
+	accJWT, err := auth.AccountJWT(nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	resolver, err := server.NewDirAccResolver(t.TempDir(), 0, time.Hour, server.NoDelete)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kp := range []nkeys.KeyPair{auth.System, auth.Account} {
-		pub, _ := kp.PublicKey()
-		account, err := auth.SystemJWT()
-		if kp == auth.Account {
-			account, err = auth.AccountJWT(nil, time.Now())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := resolver.Store(pub, account); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sysPub, _ := auth.System.PublicKey()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(),
-		NoLog: true, NoSigs: true,
-		TrustedOperators: []*jwt.OperatorClaims{operator}, SystemAccount: sysPub, AccountResolver: resolver,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		t.Fatal("the server did not take connections within 30 s")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return operatorBus{url: s.ClientURL(), auth: auth, dir: t.TempDir()}
+	trust.Accounts = []string{sysJWT, accJWT}
+	s := testenv.NewOperatorNATS(t, trust)
+	return operatorBus{url: s.URL, auth: auth, dir: t.TempDir(), server: s}
 }
 
 // client is one connection on its own user, with the permission errors the

@@ -1,18 +1,17 @@
 // Package grantstest runs what a test of the mesh on its own credentials
-// needs: an embedded JetStream server in operator mode with a full
-// resolver, and a connection as any part on the user grants gives it.
+// needs: the built nats-server in operator mode with a full resolver, and a
+// connection as any part on the user grants gives it.
 package grantstest
 
 import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // Server is an operator-mode server and the keys it trusts.
@@ -21,8 +20,9 @@ type Server struct {
 	Auth grants.Authority
 }
 
-// Start starts the server, its store in the test's folder, and stops it
-// when the test ends.
+// Start starts the built nats-server in operator mode with a full
+// resolver, trusting a new operator, the mesh account and the system
+// account, and removes it when the test ends.
 func Start(t testing.TB) Server {
 	t.Helper()
 	keys := make([]nkeys.KeyPair, 3)
@@ -34,18 +34,12 @@ func Start(t testing.TB) Server {
 		keys[i] = kp
 	}
 	auth := grants.Authority{Operator: keys[0], Account: keys[1], System: keys[2]}
-	opJWT, err := auth.OperatorJWT()
-	if err != nil {
+	trust := testenv.NATSTrust{}
+	var err error
+	if trust.OperatorJWT, err = auth.OperatorJWT(); err != nil {
 		t.Fatal(err)
 	}
-	operator, err := jwt.DecodeOperatorClaims(opJWT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resolver, err := server.NewDirAccResolver(t.TempDir(), 0, time.Hour, server.NoDelete)
-	if err != nil {
-		t.Fatal(err)
-	}
+	trust.SystemAccount, _ = auth.System.PublicKey()
 	sysJWT, err := auth.SystemJWT()
 	if err != nil {
 		t.Fatal(err)
@@ -54,28 +48,8 @@ func Start(t testing.TB) Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sysPub, _ := auth.System.PublicKey()
-	accPub, _ := auth.Account.PublicKey()
-	if err := resolver.Store(sysPub, sysJWT); err != nil {
-		t.Fatal(err)
-	}
-	if err := resolver.Store(accPub, accJWT); err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-		TrustedOperators: []*jwt.OperatorClaims{operator}, SystemAccount: sysPub, AccountResolver: resolver,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		t.Fatal("the operator-mode server did not take connections within 30 s")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return Server{URL: s.ClientURL(), Auth: auth}
+	trust.Accounts = []string{sysJWT, accJWT}
+	return Server{URL: testenv.NewOperatorNATS(t, trust).URL, Auth: auth}
 }
 
 // Connect dials as part on node (the operator's own user for part ""),
