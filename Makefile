@@ -3,6 +3,12 @@ export GOTOOLCHAIN := local
 GO ?= go
 COVERAGE_FLOOR := 80
 ARGS ?=
+# What the binaries say on --version: a release's tag (make build VERSION=v1.2.0),
+# by default the tag at HEAD where there is one, else Go's own record (a
+# pseudo-version or "(devel)"); and the commit they were built from.
+VERSION ?= $(shell git describe --tags --exact-match HEAD 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+STAMP := -X github.com/JorisJonkers-dev/delivery/internal/cli.version=$(VERSION) -X github.com/JorisJonkers-dev/delivery/internal/cli.commit=$(COMMIT)
 
 .PHONY: demo run build test test-deps lint bench fuzz clean check schemas-check gen gen-check secret-scan
 
@@ -23,12 +29,12 @@ run:
 
 ## build: build every service into bin/
 build:
-	$(GO) build -trimpath -o bin/ ./cmd/...
+	$(GO) build -trimpath -ldflags "$(STAMP)" -o bin/ ./cmd/...
 
 ## images: build an OCI image per command into bin/images/, with no daemon and no base (DEVELOPMENT.md, "Images")
 .PHONY: images
 images:
-	$(GO) run ./tools/images
+	IMAGES_VERSION=$(VERSION) IMAGES_COMMIT=$(COMMIT) $(GO) run ./tools/images
 
 ## test-deps: install the packages and build the servers the tests start
 test-deps:

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 )
 
 // Compiler builds a package of this module into a binary at out: the one
@@ -26,6 +28,12 @@ type Compiler interface {
 type GoBuild struct {
 	Dir string // the module's root, where go build runs
 	Go  string // the go command; "" is go on PATH
+	// Version is the tag a release stamps (-ldflags -X), so its binaries say
+	// the tag rather than Go's pseudo-version; "" leaves Go's record.
+	Version string
+	// Commit is stamped the same way, for a build with no .git to read; ""
+	// leaves the revision Go records.
+	Commit string
 }
 
 func (b GoBuild) goCommand() string {
@@ -59,8 +67,10 @@ func ModuleRoot(ctx context.Context, goCommand, dir string) (string, error) {
 func (b GoBuild) Build(ctx context.Context, pkg, out string) error {
 	// -buildvcs=auto stamps the checkout's version and commit where there is
 	// one, whatever GOFLAGS says, and builds without them where there is not.
+	// The stamp rides in -ldflags, which go splits at spaces: a tag has none.
+	ldflags := strings.Join(append([]string{"-s", "-w"}, cli.LDFlags(b.Version, b.Commit)...), " ")
 	//nolint:gosec // the go command and a package of this module, no shell
-	cmd := exec.CommandContext(ctx, b.goCommand(), "build", "-trimpath", "-buildvcs=auto", "-ldflags=-s -w", "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, b.goCommand(), "build", "-trimpath", "-buildvcs=auto", "-ldflags="+ldflags, "-o", out, pkg)
 	cmd.Dir = b.Dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+Platform.OS, "GOARCH="+Platform.Architecture)
 	var stderr bytes.Buffer
@@ -102,22 +112,22 @@ func static(path string) error {
 	return nil
 }
 
-// StampOf reads the version and commit Go recorded in the binary at path,
-// as the binary's --version prints them: "(devel)" without a module version,
+// Stamped is the version and commit b stamps with -X: a -trimpath build
+// does not record its -ldflags, so the labels take them from here.
+func (b GoBuild) Stamped() cli.Stamp { return cli.Stamp{Version: b.Version, Commit: b.Commit} }
+
+// Stamper is a Compiler that stamps a version or commit of its own.
+type Stamper interface{ Stamped() cli.Stamp }
+
+// StampOf reads the version and commit the binary at path was built with,
+// as its --version prints them: what its build stamped where it stamped
+// something, else Go's record, "(devel)" without a module version and
 // "unknown" without a commit (a build outside a checkout).
-func StampOf(path string) (Stamp, error) {
+func StampOf(path string, stamped cli.Stamp) (Stamp, error) {
 	info, err := buildinfo.ReadFile(path)
 	if err != nil {
 		return Stamp{}, fmt.Errorf("read the build of %s: %w", filepath.Base(path), err)
 	}
-	s := Stamp{Version: info.Main.Version, Revision: "unknown"}
-	if s.Version == "" {
-		s.Version = "(devel)"
-	}
-	for _, setting := range info.Settings {
-		if setting.Key == "vcs.revision" && setting.Value != "" {
-			s.Revision = setting.Value
-		}
-	}
-	return s, nil
+	b := cli.BuildOf(stamped, info, info.GoVersion, "")
+	return Stamp{Version: b.Version, Revision: b.Commit}, nil
 }

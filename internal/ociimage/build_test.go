@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 )
 
 var hello struct {
@@ -53,7 +55,7 @@ func TestBuildStampsTheCheckout(t *testing.T) {
 	if err := static(path); err != nil {
 		t.Fatal(err)
 	}
-	stamp, err := StampOf(path)
+	stamp, err := StampOf(path, cli.Stamp{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +71,32 @@ func TestBuildStampsTheCheckout(t *testing.T) {
 	}
 	if line := strings.TrimSpace(string(out)); !strings.HasPrefix(line, "hello "+stamp.Version+", commit "+stamp.Revision) {
 		t.Errorf("--version line %q does not carry the stamp %+v", line, stamp)
+	}
+}
+
+// TestBuildStampsTheReleaseTag builds as a release does, with the tag and
+// commit given: the binary says them, not Go's pseudo-version, with the Go
+// toolchain and the platform, and StampOf reads the same back for the labels.
+func TestBuildStampsTheReleaseTag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hello")
+	b := GoBuild{Dir: moduleRoot(t), Version: "v9.8.7", Commit: "0123456789abcdef0123456789abcdef01234567"}
+	if err := b.Build(context.Background(), "./internal/ociimage/testdata/hello", path); err != nil {
+		t.Fatal(err)
+	}
+	stamp, err := StampOf(path, b.Stamped())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Stamp{Version: b.Version, Revision: b.Commit}); stamp != want {
+		t.Errorf("StampOf = %+v, want %+v", stamp, want)
+	}
+	out, err := exec.Command(path).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "hello v9.8.7, commit " + b.Commit + ", go"
+	if line := strings.TrimSpace(string(out)); !strings.HasPrefix(line, want) || !strings.HasSuffix(line, ", "+Platform.OS+"/"+Platform.Architecture) {
+		t.Errorf("--version line %q, want %q..., %s/%s", line, want, Platform.OS, Platform.Architecture)
 	}
 }
 
@@ -98,7 +126,7 @@ func TestBuildFailuresNameTheCause(t *testing.T) {
 		}, "go build ./cmd/backup: "},
 		{"a binary that needs a dynamic loader", func() error { return static(dynamic) }, "dynamic is not a static binary"},
 		{"a file that is no binary", func() error { return static(notGo) }, "read not-go"},
-		{"a stamp read from no Go binary", func() error { _, err := StampOf(notGo); return err }, "read the build of not-go"},
+		{"a stamp read from no Go binary", func() error { _, err := StampOf(notGo, cli.Stamp{}); return err }, "read the build of not-go"},
 		{"a module root outside any module", func() error { _, err := ModuleRoot(context.Background(), "", dir); return err }, "not inside a Go module"},
 		{"a module root without go", func() error { _, err := ModuleRoot(context.Background(), filepath.Join(dir, "no-go"), "."); return err }, "go env GOMOD"},
 	} {

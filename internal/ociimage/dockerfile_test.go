@@ -10,6 +10,8 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 )
 
 // dockerfileOf is where a target's Dockerfile is: one per command, so
@@ -93,7 +95,8 @@ func TestDockerfiles(t *testing.T) {
 }
 
 // builds reports whether stage has a RUN that builds pkg into out with cgo
-// off and -trimpath.
+// off and -trimpath, stamping the build arguments VERSION and COMMIT as
+// internal/cli reads them, so a release's image says its tag.
 func builds(stage instructions.Stage, out, pkg string) bool {
 	for _, c := range stage.Commands {
 		run, ok := c.(*instructions.RunCommand)
@@ -102,7 +105,8 @@ func builds(stage instructions.Stage, out, pkg string) bool {
 		}
 		line := strings.Join(run.CmdLine, " ")
 		if strings.Contains(line, "CGO_ENABLED=0") && strings.Contains(line, " go build ") &&
-			strings.Contains(line, " -trimpath ") && strings.Contains(line, "-o "+out+" ") && strings.HasSuffix(line, " "+pkg) {
+			strings.Contains(line, " -trimpath ") && strings.Contains(line, "-o "+out+" ") && strings.HasSuffix(line, " "+pkg) &&
+			strings.Contains(line, "-X "+cli.VersionSymbol+"=${VERSION}") && strings.Contains(line, "-X "+cli.CommitSymbol+"=${COMMIT}") {
 			return true
 		}
 	}

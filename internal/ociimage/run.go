@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 )
 
 // Plan is one build: which images, from what, into where.
@@ -64,7 +66,11 @@ func Build(ctx context.Context, p Plan) ([]Result, error) {
 			if err := p.Compiler.Build(ctx, t.Package(), out); err != nil {
 				return nil, err
 			}
-			if b, err = layerOf(t.Command, out, ca); err != nil {
+			var stamped cli.Stamp
+			if s, ok := p.Compiler.(Stamper); ok {
+				stamped = s.Stamped()
+			}
+			if b, err = layerOf(t.Command, out, ca, stamped); err != nil {
 				return nil, err
 			}
 			binaries[t.Command] = b
@@ -90,8 +96,8 @@ type built struct {
 }
 
 // layerOf reads the binary just built and makes its layer.
-func layerOf(command, path string, ca []byte) (built, error) {
-	stamp, err := StampOf(path)
+func layerOf(command, path string, ca []byte, stamped cli.Stamp) (built, error) {
+	stamp, err := StampOf(path, stamped)
 	if err != nil {
 		return built{}, err
 	}

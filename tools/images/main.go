@@ -34,6 +34,8 @@ var service = cli.Service{
 		{Name: "IMAGES", Default: "every image", Meaning: "the images to build, by name, separated by commas or spaces"},
 		{Name: "IMAGES_DIR", Default: "bin/images", Meaning: "where the archives and the layout are written"},
 		{Name: "IMAGES_CA_CERTIFICATES", Default: ociimage.CACertificates, Meaning: "the CA bundle the images carry at " + ociimage.CACertificates},
+		{Name: "IMAGES_VERSION", Default: "Go's record", Meaning: "the version the binaries say and the labels carry: a release's tag"},
+		{Name: "IMAGES_COMMIT", Default: "Go's record", Meaning: "the commit the binaries say and the labels carry, where the checkout has no .git"},
 	},
 }
 
@@ -65,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	list := env.String("IMAGES", "")
 	dir := env.String("IMAGES_DIR", "bin/images")
 	ca := env.String("IMAGES_CA_CERTIFICATES", ociimage.CACertificates)
+	version := env.String("IMAGES_VERSION", "")
+	commit := env.String("IMAGES_COMMIT", "")
 	if err := env.Err(); err != nil {
 		fmt.Fprintf(stderr, "images: %v\n", err)
 		return 2
@@ -79,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "images: %v\n", err)
 		return 1
 	}
-	plan := ociimage.Plan{Targets: targets, Dir: dir, CACerts: ca, Compiler: ociimage.GoBuild{Dir: root}}
+	plan := ociimage.Plan{Targets: targets, Dir: dir, CACerts: ca, Compiler: ociimage.GoBuild{Dir: root, Version: version, Commit: commit}}
 	if terminal {
 		plan.Progress = func(step string) { fmt.Fprintf(stderr, "images: %s\n", step) }
 	}

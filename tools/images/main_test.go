@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 func TestHelpAndVersion(t *testing.T) {
 	clitest.Check(t, "images", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 		return run(context.Background(), args, getenv, stdout, stderr, false)
-	}, []string{"IMAGES", "IMAGES_DIR", "IMAGES_CA_CERTIFICATES"})
+	}, []string{"IMAGES", "IMAGES_DIR", "IMAGES_CA_CERTIFICATES", "IMAGES_VERSION", "IMAGES_COMMIT"})
 	var help bytes.Buffer
 	service.Help(&help)
 	for _, want := range []string{"backup-postgres holds no pg_dumpall", "deploy/backup/Dockerfile", "no shell", "backup-rabbitmq"} {
@@ -181,6 +181,12 @@ func TestBuildIsReproducible(t *testing.T) {
 		}
 		if changed, _ := buildOne(map[string]string{"IMAGES_CA_CERTIFICATES": other}, false); changed.digest == first.digest {
 			t.Errorf("another CA bundle gave the same digest %s", first.digest)
+		}
+		// A release stamps its tag and commit: the labels say them, as the
+		// binary's --version does (the podman test runs it).
+		release := map[string]string{"IMAGES_VERSION": "v9.8.7", "IMAGES_COMMIT": strings.Repeat("0a", 20)}
+		if tagged, _ := buildOne(release, false); versionOf(t, tagged.archive) != "v9.8.7 "+release["IMAGES_COMMIT"] {
+			t.Errorf("a release's build is labelled %q, want its tag and commit", versionOf(t, tagged.archive))
 		}
 		return
 	}
