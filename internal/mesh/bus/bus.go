@@ -20,13 +20,13 @@ type Bus struct {
 	JS jetstream.JetStream
 
 	Modules, Builds, Holds, Grants, Wants, Haves jetstream.KeyValue
-	Objects                                      jetstream.ObjectStore
 
 	replicas int
 	ops      atomic.Int64
 
 	mu       sync.Mutex
-	composed map[string]jetstream.KeyValue // by node
+	composed map[string]jetstream.KeyValue    // by node
+	objects  map[string]jetstream.ObjectStore // by node
 }
 
 // Options shape the buckets Open makes.
@@ -38,7 +38,7 @@ type Options struct {
 // Open makes the buckets that do not exist yet and opens them all; a bucket
 // that exists is opened as it is.
 func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Bus, error) {
-	b := &Bus{JS: js, replicas: max(opts.Replicas, 1), composed: map[string]jetstream.KeyValue{}}
+	b := &Bus{JS: js, replicas: max(opts.Replicas, 1), composed: map[string]jetstream.KeyValue{}, objects: map[string]jetstream.ObjectStore{}}
 	for _, kv := range []struct {
 		into        *jetstream.KeyValue
 		name, about string
@@ -56,14 +56,6 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Bus, erro
 		}
 		*kv.into = store
 	}
-	b.ops.Add(1)
-	objects, err := OpenObjectStore(ctx, js, jetstream.ObjectStoreConfig{
-		Bucket: ObjectsBucket, Description: "signed compositions over 64 KiB", Replicas: b.replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open the object store %s: %w", ObjectsBucket, err)
-	}
-	b.Objects = objects
 	return b, nil
 }
 
@@ -105,6 +97,36 @@ func (b *Bus) Composed(ctx context.Context, node string) (jetstream.KeyValue, er
 	return store, nil
 }
 
+// Objects is node's object store, which holds its envelopes over
+// InlineLimit, made when it does not exist. It is named as node's
+// composition bucket (its stream is OBJ_ where the bucket's is KV_): an
+// object store's chunks are on subjects named by a random id, so only a
+// store of its own, granted whole, keeps a node's large compositions from
+// every other node.
+func (b *Bus) Objects(ctx context.Context, node string) (jetstream.ObjectStore, error) {
+	name, err := ComposedBucket(node)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	store, ok := b.objects[node]
+	b.mu.Unlock()
+	if ok {
+		return store, nil
+	}
+	b.ops.Add(1)
+	store, err = OpenObjectStore(ctx, b.JS, jetstream.ObjectStoreConfig{
+		Bucket: name, Description: "the signed compositions over 64 KiB for node " + node, Replicas: b.replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open the object store %s: %w", name, err)
+	}
+	b.mu.Lock()
+	b.objects[node] = store
+	b.mu.Unlock()
+	return store, nil
+}
+
 // Digest is the digest a want names for an envelope: sha256: and the hex
 // SHA-256 of its exact bytes.
 func Digest(envelope []byte) string {
@@ -113,9 +135,10 @@ func Digest(envelope []byte) string {
 }
 
 // WriteComposition stores node's signed composition of module at
-// fingerprint. An envelope over InlineLimit is put in the object store first
-// and the key written after, pointing at it: the object store has no
-// compare-and-swap, so a reader that finds the key always finds its object.
+// fingerprint. An envelope over InlineLimit is put in node's object store
+// first, under the key's name, and the key written after, pointing at it:
+// the object store has no compare-and-swap, so a reader that finds the key
+// always finds its object.
 func (b *Bus) WriteComposition(ctx context.Context, node, module, fingerprint string, envelope []byte) (Composed, error) {
 	key, err := CompositionKey(module, fingerprint)
 	if err != nil {
@@ -129,10 +152,13 @@ func (b *Bus) WriteComposition(ctx context.Context, node, module, fingerprint st
 	if len(envelope) <= InlineLimit {
 		entry.Envelope = envelope
 	} else {
-		bucket, _ := ComposedBucket(node)
-		entry.Object = bucket + "/" + key
+		objects, err := b.Objects(ctx, node)
+		if err != nil {
+			return Composed{}, err
+		}
+		entry.Object = key
 		b.ops.Add(1)
-		if _, err := b.Objects.PutBytes(ctx, entry.Object, envelope); err != nil {
+		if _, err := objects.PutBytes(ctx, entry.Object, envelope); err != nil {
 			return Composed{}, fmt.Errorf("put the composition object %s: %w", entry.Object, err)
 		}
 	}
@@ -168,6 +194,9 @@ func (b *Bus) ReadCompositionAt(ctx context.Context, node, module, fingerprint s
 		return Composed{}, nil, 0, fmt.Errorf("read %s in %s: %w", key, store.Bucket(), err)
 	}
 	entry, err := DecodeComposed(got.Value())
+	if err == nil && entry.Node != node {
+		err = fmt.Errorf("%s in %s is an entry for node %q", key, store.Bucket(), entry.Node)
+	}
 	if err != nil {
 		return Composed{}, nil, got.Revision(), err
 	}
@@ -219,14 +248,17 @@ func (b *Bus) Held(ctx context.Context, module, fingerprint string) (bool, error
 	return true, nil
 }
 
-// Envelope is the envelope an entry holds or names, checked against its
-// digest.
+// Envelope is the envelope an entry holds or names in its node's object
+// store, checked against its digest.
 func (b *Bus) Envelope(ctx context.Context, entry Composed) ([]byte, error) {
 	envelope := entry.Envelope
 	if entry.Object != "" {
+		objects, err := b.Objects(ctx, entry.Node)
+		if err != nil {
+			return nil, err
+		}
 		b.ops.Add(1)
-		var err error
-		if envelope, err = b.Objects.GetBytes(ctx, entry.Object); err != nil {
+		if envelope, err = objects.GetBytes(ctx, entry.Object); err != nil {
 			return nil, fmt.Errorf("read the composition object %s: %w", entry.Object, err)
 		}
 	}

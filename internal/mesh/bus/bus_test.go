@@ -113,7 +113,11 @@ func TestCompositionInlineAndInTheObjectStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Objects.PutBytes(ctx, entry.Object, append(large[:len(large):len(large)], 'b')); err != nil {
+	objects, err := b.Objects(ctx, "n.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objects.PutBytes(ctx, entry.Object, append(large[:len(large):len(large)], 'b')); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := b.ReadComposition(ctx, "n.1", "web", "f2"); err == nil || !strings.Contains(err.Error(), "digest") {

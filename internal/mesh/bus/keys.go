@@ -6,8 +6,9 @@ import (
 )
 
 // The buckets of the bus. Each node's compositions are in a bucket of their
-// own, ComposedBucket(node), so a node's credential can be granted its own
-// and nothing else.
+// own, ComposedBucket(node), and those over InlineLimit in an object store
+// of the same name, so a node's credential can be granted its own and
+// nothing else.
 const (
 	ModulesBucket = "mesh_modules"
 	BuildsBucket  = "mesh_builds"
@@ -15,16 +16,13 @@ const (
 	GrantsBucket  = "mesh_grants"
 	WantsBucket   = "mesh_wants"
 	HavesBucket   = "mesh_haves"
-	// ObjectsBucket is the object store that holds the envelopes too large
-	// for a key (over InlineLimit).
-	ObjectsBucket = "mesh_compositions"
 )
 
 // ComposedPrefix starts the name of a node's composition bucket.
 const ComposedPrefix = "composed-"
 
 // InlineLimit is the largest envelope a composition key holds itself; a
-// larger one goes to the object store and the key points at it.
+// larger one goes to its node's object store and the key points at it.
 const InlineLimit = 64 << 10
 
 // Kind is what a key names: its first token.

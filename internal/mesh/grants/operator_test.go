@@ -355,3 +355,71 @@ func TestRevokedNodeIsRefusedAtOnce(t *testing.T) {
 		t.Errorf("the revoked node's connect failed with %v, want an authorization error", err)
 	}
 }
+
+// TestNodeReadsOnlyItsOwnLargeCompositions: an envelope over 64 KiB is in
+// its node's own object store, which that node's agent reads as it reads
+// its bucket, and no other node can bind, list or read.
+func TestNodeReadsOnlyItsOwnLargeCompositions(t *testing.T) {
+	b := startOperatorBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	op, err := b.connect(t, "operator", "", b.auth.OperatorUserJWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mesh, err := bus.Open(ctx, op.js, bus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := map[string][]byte{}
+	for _, n := range []string{"n1", "n2"} {
+		large[n] = []byte(strings.Repeat("meant for "+n+" alone. ", bus.InlineLimit/10))
+		entry, err := mesh.WriteComposition(ctx, n, "web", "f1", large[n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if entry.Object == "" {
+			t.Fatalf("an envelope of %d bytes is held inline", len(large[n]))
+		}
+	}
+
+	agent := b.part(t, Agent, "n1")
+	own, err := bus.Open(ctx, agent.js, bus.Options{})
+	if err != nil {
+		t.Fatalf("the agent opens the bus: %v (%s)", err, agent.violations())
+	}
+	if _, envelope, err := own.ReadComposition(ctx, "n1", "web", "f1"); err != nil || string(envelope) != string(large["n1"]) {
+		t.Fatalf("the agent reads its own large composition: %d bytes, %v (%s)", len(envelope), err, agent.violations())
+	}
+	deniedTo(t, agent, "node n1 binds n2's object store", "$JS.API.STREAM.INFO.OBJ_composed-n2", func(ctx context.Context) error {
+		_, err := agent.js.ObjectStore(ctx, "composed-n2")
+		return err
+	})
+	// Its entry is out of n1's reach too; handed the entry all the same,
+	// n1 cannot read the object it names.
+	entry := bus.Composed{Module: "web", Fingerprint: "f1", Node: "n2", Digest: bus.Digest(large["n2"]), Object: "composition.web.f1", Size: len(large["n2"])}
+	deniedTo(t, agent, "node n1 reads n2's large envelope", "OBJ_composed-n2", func(ctx context.Context) error {
+		_, err := own.Envelope(ctx, entry)
+		return err
+	})
+	deniedTo(t, agent, "node n1 makes a consumer on n2's object store", "$JS.API.CONSUMER.CREATE.OBJ_composed-n2", func(ctx context.Context) error {
+		_, err := agent.js.OrderedConsumer(ctx, "OBJ_composed-n2", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"$O.composed-n2.C.>"}})
+		return err
+	})
+	deniedTo(t, agent, "node n1 gets a message of n2's object store", "$JS.API.STREAM.MSG.GET.OBJ_composed-n2", func(ctx context.Context) error {
+		msg := nats.NewMsg("$JS.API.STREAM.MSG.GET.OBJ_composed-n2")
+		msg.Data = []byte(`{"seq":1}`)
+		_, err := agent.nc.RequestMsgWithContext(ctx, msg)
+		return err
+	})
+
+	// The assigner reads every node's, as rule 7 verifies them.
+	assigner := b.part(t, Assigner, "")
+	all, err := bus.Open(ctx, assigner.js, bus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, envelope, err := all.ReadComposition(ctx, "n2", "web", "f1"); err != nil || string(envelope) != string(large["n2"]) {
+		t.Errorf("the assigner reads n2's large composition: %d bytes, %v (%s)", len(envelope), err, assigner.violations())
+	}
+}

@@ -87,7 +87,9 @@ func For(p Part, node string) (Permissions, error) {
 		// A hold on what runs is what lets the rules send a node back.
 		pub = append(pub, kvRead(bus.HoldsBucket, ">")...)
 		pub = append(pub, kvRead(composed, ">")...)
-		pub = append(pub, objectRead(bus.ObjectsBucket)...)
+		// Its envelopes over 64 KiB, in an object store of its own: the
+		// store is granted whole, so it must hold this node's alone.
+		pub = append(pub, objectRead(composed)...)
 		pub = append(pub, kvRead(bus.HavesBucket, "have."+token+".>")...)
 		pub = append(pub, kvWrite(bus.HavesBucket, "have."+token+".>")...)
 		pub = append(pub, "mesh.backup."+token)
@@ -137,11 +139,11 @@ func kvRead(bucket, keys string) []string {
 // their streams' info (their size and names, none of their keys), since
 // every part that opens the bus binds all of them.
 func bind() []string {
-	pub := make([]string, 0, 7)
+	pub := make([]string, 0, 6)
 	for _, b := range []string{bus.ModulesBucket, bus.BuildsBucket, bus.HoldsBucket, bus.GrantsBucket, bus.WantsBucket, bus.HavesBucket} {
 		pub = append(pub, "$JS.API.STREAM.INFO.KV_"+b)
 	}
-	return append(pub, "$JS.API.STREAM.INFO.OBJ_"+bus.ObjectsBucket)
+	return pub
 }
 
 // readAll is what reading every bucket and the object store takes.
@@ -163,8 +165,8 @@ func kvWrite(bucket, keys string) []string {
 	return []string{"$KV." + bucket + "." + keys}
 }
 
-// objectRead is what reading the object store takes. An object's name is in
-// its subject base64-encoded and its chunks under a random id, so the store
+// objectRead is what reading an object store takes. An object's name is in
+// its subject base64-encoded and its chunks under a random id, so a store
 // is read whole or not at all.
 func objectRead(store string) []string {
 	stream := "OBJ_" + store
