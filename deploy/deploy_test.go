@@ -82,6 +82,8 @@ type objects struct {
 	roles        []*rbacv1.Role
 	roleBinds    []*rbacv1.RoleBinding
 	budgets      []*policyv1.PodDisruptionBudget
+	configMaps   []*corev1.ConfigMap
+	namespaces   []*corev1.Namespace
 }
 
 var decoder = serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
@@ -131,6 +133,10 @@ func decode(t *testing.T, what string, stream []byte) objects {
 			o.roleBinds = append(o.roleBinds, v)
 		case *policyv1.PodDisruptionBudget:
 			o.budgets = append(o.budgets, v)
+		case *corev1.ConfigMap:
+			o.configMaps = append(o.configMaps, v)
+		case *corev1.Namespace:
+			o.namespaces = append(o.namespaces, v)
 		}
 	}
 	return o
@@ -272,11 +278,14 @@ func TestBaseAndOverlayBuild(t *testing.T) {
 		t.Errorf("the overlay's release-gate image %s carries no digest", image)
 	}
 	collector := env(ov.deployment(t, "collector").Spec.Template.Spec.Containers[0])
-	if collector["CLUSTER_NAME"].Value != "staging" || collector["ESTATE_REPOSITORY"].Value != "example-org/estate" {
-		t.Errorf("the overlay's collector: CLUSTER_NAME %q, ESTATE_REPOSITORY %q", collector["CLUSTER_NAME"].Value, collector["ESTATE_REPOSITORY"].Value)
+	if collector["ESTATE_REPOSITORY"].Value != "example-org/estate" {
+		t.Errorf("the overlay's collector: ESTATE_REPOSITORY %q", collector["ESTATE_REPOSITORY"].Value)
 	}
 	if len(collector) != len(env(o.deployment(t, "collector").Spec.Template.Spec.Containers[0])) {
-		t.Error("the overlay's patch added or dropped a variable of the collector instead of changing two")
+		t.Error("the overlay's patch added or dropped a variable of the collector instead of changing one")
+	}
+	if cm := ov.clusterConfig(t); cm.Data["CLUSTER_NAME"] != "staging" || cm.Data["ENVIRONMENT"] != "staging" {
+		t.Errorf("the overlay's cluster ConfigMap %s says %v, want staging and staging", cm.Name, cm.Data)
 	}
 	for _, obj := range ov.all {
 		if ns := namespaceOf(obj); ns != "" && ns != "delivery-system" {
@@ -304,7 +313,13 @@ func namespaceOf(obj runtime.Object) string {
 func describe(obj runtime.Object) string {
 	kind := fmt.Sprintf("%T", obj)
 	if m, ok := obj.(interface{ GetName() string }); ok {
-		return strings.TrimPrefix(kind, "*") + " " + m.GetName()
+		name := m.GetName()
+		// The generated cluster ConfigMap's name ends in a hash of its values,
+		// which an overlay changes.
+		if _, ok := obj.(*corev1.ConfigMap); ok && strings.HasPrefix(name, clusterConfigName+"-") {
+			name = clusterConfigName
+		}
+		return strings.TrimPrefix(kind, "*") + " " + name
 	}
 	return kind
 }

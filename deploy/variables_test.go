@@ -75,7 +75,7 @@ func imageName(ref string) string {
 // each variable it sets is one the binary reads, none is set twice, every
 // required one is set (GitHub's key exactly one way; an off-cluster copy's
 // variables all with a destination and none without), and no envFrom hides
-// which variables a Secret brings.
+// which variables it brings but the cluster ConfigMap's, read from the build.
 func TestEveryVariableSetIsOneItsServiceReads(t *testing.T) {
 	sets := builds(t)
 	for _, file := range templates {
@@ -92,20 +92,24 @@ func TestEveryVariableSetIsOneItsServiceReads(t *testing.T) {
 					t.Errorf("%s: %s runs image %s, whose variables this test does not know", set, w, c.Image)
 					continue
 				}
-				if len(c.EnvFrom) != 0 {
-					t.Errorf("%s: %s takes envFrom, which hides the variables it sets", set, w)
+				from, problems := o.fromCluster(c, vars)
+				for _, problem := range problems {
+					t.Errorf("%s: %s: %s", set, w, problem)
 				}
 				var names []string
 				for _, e := range c.Env {
 					if slices.Contains(names, e.Name) {
 						t.Errorf("%s: %s sets %s twice", set, w, e.Name)
 					}
+					if slices.Contains(from, e.Name) {
+						t.Errorf("%s: %s sets %s, which the cluster ConfigMap says: the one place", set, w, e.Name)
+					}
 					names = append(names, e.Name)
 					if e.ValueFrom == nil && e.Value == "" {
 						t.Errorf("%s: %s sets %s empty", set, w, e.Name)
 					}
 				}
-				for _, problem := range checkVariables(names, vars) {
+				for _, problem := range checkVariables(append(names, from...), vars) {
 					t.Errorf("%s: %s: %s", set, w, problem)
 				}
 			}
@@ -196,8 +200,16 @@ func TestEnvFilesAreTheDeploymentsVariables(t *testing.T) {
 		for _, problem := range checkVariables(f.names, variables[s]) {
 			t.Errorf("env/%s/base.env: %s", s, problem)
 		}
-		var deployed []string
-		for _, e := range o.deployment(t, s).Spec.Template.Spec.Containers[0].Env {
+		c := o.deployment(t, s).Spec.Template.Spec.Containers[0]
+		deployed, _ := o.fromCluster(c, variables[s])
+		cluster := o.clusterConfig(t)
+		for _, name := range deployed {
+			if f.values[name] != cluster.Data[name] {
+				t.Errorf("env/%s/base.env sets %s=%s, the cluster ConfigMap %s: the two ways of deploying name one cluster",
+					s, name, f.values[name], cluster.Data[name])
+			}
+		}
+		for _, e := range c.Env {
 			// A pod's own name has no placeholder: deploy-kit's render leaves
 			// such a variable to its default.
 			if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
