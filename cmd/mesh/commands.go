@@ -162,8 +162,10 @@ func putCommand(in invocation) *cobra.Command {
 		Use:   "put [--id ID] NODE MODULE FINGERPRINT | put --end [--id ID] NODE MODULE",
 		Short: "Hold one node's want of a module at a fingerprint, past the rules, until --end",
 		Long: "mesh put writes want.<node>.<module> naming the fingerprint and the digest of the node's composition\n" +
-			"at it, owned by put:<id>: the assigner passes over it until \"mesh put --end\" gives it back to the\n" +
-			"rules. It refuses a want a hand or another put owns, and a composition no trusted key signed.",
+			"at it, owned by put:<id>, and seals it (seal.<node>.<module> in mesh_seals, which only the operator's\n" +
+			"credential may write, and which alone lets a want send a node back to an older composition): the\n" +
+			"assigner passes over it until \"mesh put --end\" gives it back to the rules and takes the seal away.\n" +
+			"It refuses a want a hand or another put has sealed, and a composition no trusted key signed.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if end && len(args) != 2 || !end && len(args) != 3 {
 				return errors.New("name the node, the module and (without --end) the fingerprint")
@@ -192,6 +194,9 @@ func putCommand(in invocation) *cobra.Command {
 	return c
 }
 
+// putStart seals the want as the put's, then writes it. The seal, which
+// only the operator's credential may write, is what says who owns the
+// want: the want there may say any owner, since the assigner writes wants.
 func putStart(ctx context.Context, in invocation, b *bus.Bus, trust *composition.Trust, node, module, fingerprint string, owner bus.Owner) error {
 	_, envelope, err := b.ReadComposition(ctx, node, module, fingerprint)
 	if err != nil {
@@ -201,24 +206,81 @@ func putStart(ctx context.Context, in invocation, b *bus.Bus, trust *composition
 		return fail(in, 1, "the composition is refused", err)
 	}
 	next := bus.Want{Fingerprint: fingerprint, Digest: bus.Digest(envelope), Owner: owner, At: in.now().UTC()}
-	return swapWant(ctx, in, b, node, module, "put", func(current *bus.Want) (bus.Want, error) {
-		if current != nil && current.Owner != bus.OwnerRules && current.Owner != owner {
-			return bus.Want{}, fmt.Errorf("the want is %s's", current.Owner)
+	if err := swapSeal(ctx, b, node, module, func(current *bus.Want) (*bus.Want, error) {
+		if current != nil && current.Owner != owner {
+			return nil, fmt.Errorf("the want is %s's", current.Owner)
 		}
-		return next, nil
-	})
+		return &next, nil
+	}); err != nil {
+		return fail(in, 1, "put refused", err)
+	}
+	return swapWant(ctx, in, b, node, module, "put", func(*bus.Want) (bus.Want, error) { return next, nil })
 }
 
+// putEnd gives the put's want back to the rules, then takes its seal away:
+// an agent that reads the want still sealed reads it as the put's.
 func putEnd(ctx context.Context, in invocation, b *bus.Bus, node, module string, owner bus.Owner) error {
-	return swapWant(ctx, in, b, node, module, "put ended", func(current *bus.Want) (bus.Want, error) {
-		if current == nil || current.Owner != owner {
-			return bus.Want{}, fmt.Errorf("no want of %s to end", owner)
-		}
+	seal, _, err := b.ReadSeal(ctx, node, module)
+	if err != nil {
+		return fail(in, 1, "put ended refused", err)
+	}
+	if seal == nil || seal.Owner != owner {
+		return fail(in, 1, "put ended refused", fmt.Errorf("no want of %s to end", owner))
+	}
+	if code := swapWant(ctx, in, b, node, module, "put ended", func(current *bus.Want) (bus.Want, error) {
 		// The rules take it from what it names; the next decision moves it.
-		next := *current
+		next := *seal
+		if current != nil {
+			next = *current
+		}
 		next.Owner, next.At = bus.OwnerRules, in.now().UTC()
 		return next, nil
-	})
+	}); code != nil {
+		return code
+	}
+	if err := swapSeal(ctx, b, node, module, func(current *bus.Want) (*bus.Want, error) {
+		if current != nil && current.Owner != owner {
+			return nil, fmt.Errorf("the want is %s's since", current.Owner)
+		}
+		return nil, nil
+	}); err != nil {
+		return fail(in, 1, "put ended refused", err)
+	}
+	return nil
+}
+
+// swapSeal writes or (decide answering nil) deletes a node's seal on its
+// want of module from what it holds, deciding again on a conflict. A seal
+// that does not decode is taken as none.
+func swapSeal(ctx context.Context, b *bus.Bus, node, module string, decide func(*bus.Want) (*bus.Want, error)) error {
+	key, err := bus.SealKey(node, module)
+	if err != nil {
+		return err
+	}
+	for range 16 {
+		seal, revision, err := b.ReadSeal(ctx, node, module)
+		if err != nil {
+			return err
+		}
+		next, err := decide(seal)
+		if err != nil {
+			return err
+		}
+		switch {
+		case next == nil && revision == 0:
+			return nil
+		case next == nil:
+			err = b.Seals.Delete(ctx, key, jetstream.LastRevision(revision))
+		case revision == 0:
+			_, err = b.Seals.Create(ctx, key, bus.Encode(*next))
+		default:
+			_, err = b.Seals.Update(ctx, key, bus.Encode(*next), revision)
+		}
+		if !bus.IsConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("write %s in %s: %w", key, bus.SealsBucket, bus.ErrConflict)
 }
 
 // swapWant writes a node's want from what it holds, deciding again on a

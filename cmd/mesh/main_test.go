@@ -195,6 +195,9 @@ func TestMeshWhole(t *testing.T) {
 	if w := want("n3"); w.Owner != bus.PutOwner("op-1") || w.Digest != digests["n3f1"] {
 		t.Fatalf("the put wrote %+v", w)
 	}
+	if seal, _, err := b.ReadSeal(ctx, "n3", "web"); err != nil || seal == nil || !seal.Same(want("n3")) {
+		t.Fatalf("the put sealed %+v (%v), its want is %+v", seal, err, want("n3"))
+	}
 	if code, out := mesh("put", "--id", "op-2", "n3", "web", "f2"); code != 1 || !strings.Contains(out, "put:op-1") {
 		t.Fatalf("a second put over the first: %d %s", code, out)
 	}
@@ -223,6 +226,9 @@ func TestMeshWhole(t *testing.T) {
 	}
 	if code, out := mesh("put", "--end", "--id", "op-1", "n3", "web"); code != 0 {
 		t.Fatalf("mesh put --end: %d %s", code, out)
+	}
+	if seal, _, err := b.ReadSeal(ctx, "n3", "web"); err != nil || seal != nil {
+		t.Fatalf("the put's seal is left after its end: %+v (%v)", seal, err)
 	}
 	eventually(t, "n3's want back under the rules", func() bool {
 		w := want("n3")

@@ -278,6 +278,20 @@ func (a *Agent) age(ctx context.Context, module string, want bus.Want, running R
 	return err
 }
 
+// owner is who the bus proves owns the want (ProvenOwner). Only a want that
+// would go back past what runs, with no hold sending it there, turns on its
+// owner, so only then is the seal read.
+func (a *Agent) owner(ctx context.Context, module string, want bus.Want, offer Offer) (bus.Owner, error) {
+	if want.Owner == bus.OwnerRules || offer.Runs <= offer.Revision || offer.RunsHeld {
+		return want.Owner, nil
+	}
+	seal, _, err := a.Bus.ReadSeal(ctx, a.Node, module)
+	if err != nil {
+		return "", err
+	}
+	return ProvenOwner(want, seal), nil
+}
+
 // apply does what Decide says of one module's want. Until the new version
 // runs, the have names what runs and the want beside it as the attempt.
 func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
@@ -308,12 +322,17 @@ func (a *Agent) apply(ctx context.Context, module string, want bus.Want) {
 			offer.Unverified = err.Error()
 		}
 	}
-	if err := a.age(ctx, module, want, running, &offer); err != nil {
+	err = a.age(ctx, module, want, running, &offer)
+	proven := want
+	if err == nil {
+		proven.Owner, err = a.owner(ctx, module, want, offer)
+	}
+	if err != nil {
 		a.unanswered.Store(true)
 		a.Logger.Warn("the bus did not answer", slog.String("module", module), slog.String("error", err.Error()))
 		return
 	}
-	action, why := Decide(want, running, offer, back)
+	action, why := Decide(proven, running, offer, back)
 	// The want's time is part of the attempt: a want written again (a put)
 	// tries again what failed or was rolled back from.
 	attempt := want.Fingerprint + " " + want.Digest + " " + offer.Digest + " " + want.At.String()

@@ -47,9 +47,6 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestDecideAfterARollback: the version a node went back from is not
-// applied again for the want it failed under, nor another composition of
-// it refused for that; a want written since tries it again.
 // TestDecideOlder: only the operator's put or hand sends a node to a
 // composition older than the one it runs; the rules, or an owner not known,
 // do not.
@@ -73,6 +70,49 @@ func TestDecideOlder(t *testing.T) {
 	}
 }
 
+// TestProvenOwner: a want is a put's or a hand's only when the operator's
+// seal names that very want; whatever else the want says of its owner, it
+// is the rules', and so cannot send a node back.
+func TestProvenOwner(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	put := bus.Want{Fingerprint: "f1", Digest: d1, Owner: bus.PutOwner("ops"), At: at}
+	hand := bus.Want{Fingerprint: "f1", Digest: d1, Owner: bus.OwnerHand, At: at}
+	with := func(w bus.Want, change func(*bus.Want)) *bus.Want { change(&w); return &w }
+	for _, c := range []struct {
+		name string
+		want bus.Want
+		seal *bus.Want
+		is   bus.Owner
+	}{
+		{"a put under its seal", put, &put, put.Owner},
+		{"a hand under its seal", hand, &hand, bus.OwnerHand},
+		{"sealed, written again later", *with(put, func(w *bus.Want) { w.At = at.Add(time.Hour) }), &put, put.Owner},
+		{"a put with no seal", put, nil, bus.OwnerRules},
+		{"a hand with no seal", hand, nil, bus.OwnerRules},
+		{"another put's seal", put, with(put, func(w *bus.Want) { w.Owner = bus.PutOwner("eve") }), bus.OwnerRules},
+		{"a hand's seal on a put", put, &hand, bus.OwnerRules},
+		{"the seal of another fingerprint", put, with(put, func(w *bus.Want) { w.Fingerprint = "f2" }), bus.OwnerRules},
+		{"the seal of another composition", put, with(put, func(w *bus.Want) { w.Digest = d2 }), bus.OwnerRules},
+		{"the rules' want", *with(put, func(w *bus.Want) { w.Owner = bus.OwnerRules }), &put, bus.OwnerRules},
+		{"an owner not known, sealed as such", *with(put, func(w *bus.Want) { w.Owner = "someone" }), with(put, func(w *bus.Want) { w.Owner = "someone" }), bus.OwnerRules},
+		{"a seal owned by the rules", *with(put, func(w *bus.Want) { w.Owner = bus.OwnerRules }), with(put, func(w *bus.Want) { w.Owner = bus.OwnerRules }), bus.OwnerRules},
+	} {
+		if got := agent.ProvenOwner(c.want, c.seal); got != c.is {
+			t.Errorf("%s: %q, want %q", c.name, got, c.is)
+		}
+	}
+	// What Decide then does with an older composition.
+	older := agent.Offer{Found: true, Digest: d1, Revision: 4, Runs: 9}
+	forged := put
+	forged.Owner = agent.ProvenOwner(put, nil)
+	if action, _ := agent.Decide(forged, agent.Running{Fingerprint: "f2", Digest: d2}, older, agent.RolledBack{}); action != agent.ActionRefuse {
+		t.Errorf("a put's want with no seal sends the node back: %s", action)
+	}
+}
+
+// TestDecideAfterARollback: the version a node went back from is not
+// applied again for the want it failed under, nor another composition of
+// it refused for that; a want written since tries it again.
 func TestDecideAfterARollback(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	f1 := agent.Running{Fingerprint: "f1", Digest: d1}

@@ -58,7 +58,8 @@ type Offer struct {
 // the very one the want names, it verified, and it is not older than what
 // runs unless a put, a hand or a hold on what runs asks for that (rollback
 // protection: whoever can write a want cannot move a node back to any
-// version ever signed).
+// version ever signed). The want's owner is the one the bus proves
+// (ProvenOwner), never the one it says alone.
 func Decide(want bus.Want, running Running, offer Offer, back RolledBack) (Action, string) {
 	switch {
 	case want.Fingerprint == running.Fingerprint && want.Digest == running.Digest:
@@ -81,4 +82,16 @@ func Decide(want bus.Want, running Running, offer Offer, back RolledBack) (Actio
 // the operator's put or hand, never the rules or an owner not known.
 func goesBack(owner bus.Owner) bool {
 	return owner == bus.OwnerHand || strings.HasPrefix(string(owner), "put:")
+}
+
+// ProvenOwner is who owns a want as far as the bus proves it, which is what
+// Decide is to be given: a put's or a hand's only when the operator's seal
+// (nil for none) names that very want, its fingerprint, composition and
+// owner; the rules otherwise. The assigner's credential writes wants and
+// may say any owner in them, but no part's may write a seal.
+func ProvenOwner(want bus.Want, seal *bus.Want) bus.Owner {
+	if seal == nil || !goesBack(want.Owner) || !seal.Same(want) {
+		return bus.OwnerRules
+	}
+	return want.Owner
 }

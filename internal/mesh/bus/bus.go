@@ -19,7 +19,7 @@ import (
 type Bus struct {
 	JS jetstream.JetStream
 
-	Modules, Builds, Holds, Grants, Wants, Haves jetstream.KeyValue
+	Modules, Builds, Holds, Grants, Wants, Haves, Seals jetstream.KeyValue
 
 	replicas int
 	ops      atomic.Int64
@@ -49,6 +49,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Bus, erro
 		{&b.Grants, GrantsBucket, "the credential and grant of a module at a fingerprint exist"},
 		{&b.Wants, WantsBucket, "what each node is to run of each module"},
 		{&b.Haves, HavesBucket, "what each node runs of each module, and its health"},
+		{&b.Seals, SealsBucket, "the operator's seal on each want a put or a hand owns"},
 	} {
 		store, err := b.keyValue(ctx, kv.name, kv.about)
 		if err != nil {

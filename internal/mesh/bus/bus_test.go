@@ -127,3 +127,41 @@ func TestCompositionInlineAndInTheObjectStore(t *testing.T) {
 		t.Fatal("a node name with a space was taken")
 	}
 }
+
+// TestSealWant: the operator's want is sealed before it is written, so the
+// seal is there for whoever reads the want; a seal that does not decode
+// proves nothing and reads as none.
+func TestSealWant(t *testing.T) {
+	b := bustest.Open(t, bustest.Embedded(t), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if seal, revision, err := b.ReadSeal(ctx, "n1", "web"); err != nil || seal != nil || revision != 0 {
+		t.Fatalf("no seal yet: %+v %d %v", seal, revision, err)
+	}
+	w := bus.Want{Fingerprint: "f1", Digest: bus.Digest([]byte("e")), Owner: bus.OwnerHand, At: time.Now().UTC().Truncate(time.Second)}
+	if err := b.SealWant(ctx, "n1", "web", w); err != nil {
+		t.Fatal(err)
+	}
+	seal, revision, err := b.ReadSeal(ctx, "n1", "web")
+	if err != nil || seal == nil || !seal.Same(w) || !seal.At.Equal(w.At) || revision == 0 {
+		t.Fatalf("the seal %+v %d %v, want %+v", seal, revision, err, w)
+	}
+	key, _ := bus.WantKey("n1", "web")
+	got, err := b.Wants.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := bus.DecodeWant(got.Value()); err != nil || !want.Same(w) {
+		t.Fatalf("the want %+v %v", want, err)
+	}
+	sealKey, _ := bus.SealKey("n1", "web")
+	if _, err := b.Seals.Put(ctx, sealKey, []byte(`{"owner":"hand"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if seal, _, err := b.ReadSeal(ctx, "n1", "web"); err != nil || seal != nil {
+		t.Fatalf("a seal that does not decode read as %+v %v", seal, err)
+	}
+	if _, _, err := b.ReadSeal(ctx, "n 1", "web"); err == nil {
+		t.Fatal("a node with a space was read")
+	}
+}

@@ -16,6 +16,11 @@ const (
 	GrantsBucket  = "mesh_grants"
 	WantsBucket   = "mesh_wants"
 	HavesBucket   = "mesh_haves"
+	// SealsBucket holds the operator's seal on each want a put or a hand
+	// owns. No part's credential may write it, so a seal is what proves
+	// such an owner: the want's own owner is what its writer says, and the
+	// assigner writes wants.
+	SealsBucket = "mesh_seals"
 )
 
 // ComposedPrefix starts the name of a node's composition bucket.
@@ -37,6 +42,7 @@ const (
 	KindComposition Kind = "composition" // composition.<module>.<fingerprint> in composed-<node>
 	KindWant        Kind = "want"        // want.<node>.<module> in mesh_wants
 	KindHave        Kind = "have"        // have.<node>.<module> in mesh_haves
+	KindSeal        Kind = "seal"        // seal.<node>.<module> in mesh_seals
 )
 
 // Key is a key of the bus read back into its names; a field the kind does
@@ -66,7 +72,7 @@ func (k Key) Encode() (string, error) {
 		names = []string{k.Module}
 	case KindBuild, KindHold, KindGrant, KindComposition:
 		names = []string{k.Module, k.Fingerprint}
-	case KindWant, KindHave:
+	case KindWant, KindHave, KindSeal:
 		names = []string{k.Node, k.Module}
 	default:
 		return "", fmt.Errorf("%w: no kind of key %q", ErrName, k.Kind)
@@ -112,10 +118,15 @@ func WantKey(node, module string) (string, error) {
 	return Key{Kind: KindWant, Node: node, Module: module}.Encode()
 }
 
-// NodeKeys is the pattern of node's wants or haves, <kind>.<node>.>: what a
-// node's own credential may read of the bucket.
+// SealKey is seal.<node>.<module>.
+func SealKey(node, module string) (string, error) {
+	return Key{Kind: KindSeal, Node: node, Module: module}.Encode()
+}
+
+// NodeKeys is the pattern of node's wants, haves or seals, <kind>.<node>.>:
+// what a node's own credential may read of the bucket.
 func NodeKeys(kind Kind, node string) (string, error) {
-	if kind != KindWant && kind != KindHave {
+	if kind != KindWant && kind != KindHave && kind != KindSeal {
 		return "", fmt.Errorf("a %s is not keyed by node", kind)
 	}
 	t, err := EncodeName(node)
@@ -159,7 +170,7 @@ func ParseKey(key string) (Key, error) {
 		into = []*string{&k.Module}
 	case KindBuild, KindHold, KindGrant, KindComposition:
 		into = []*string{&k.Module, &k.Fingerprint}
-	case KindWant, KindHave:
+	case KindWant, KindHave, KindSeal:
 		into = []*string{&k.Node, &k.Module}
 	default:
 		return Key{}, fmt.Errorf("%w: %q is no key of the bus", ErrName, key)

@@ -70,6 +70,7 @@ func TestKeys(t *testing.T) {
 		{Key{Kind: KindComposition, Module: "web", Fingerprint: "f1"}, "composition.web.f1"},
 		{Key{Kind: KindWant, Node: "n1", Module: "web"}, "want.n1.web"},
 		{Key{Kind: KindHave, Node: "n.1", Module: "web"}, "have.n_2e1.web"},
+		{Key{Kind: KindSeal, Node: "n1", Module: "web.api"}, "seal.n1.web_2eapi"},
 	}
 	for _, c := range cases {
 		got, err := c.key.Encode()
@@ -136,6 +137,7 @@ func TestNodeKeys(t *testing.T) {
 	}{
 		{KindWant, "n1", "want.n1.>", false},
 		{KindHave, "web.api", "have.web_2eapi.>", false},
+		{KindSeal, "n1", "seal.n1.>", false},
 		{KindBuild, "n1", "", true},
 		{KindWant, "", "", true},
 		{KindWant, "n 1", "", true},

@@ -92,9 +92,9 @@ func (w *world) tell(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	key, _ := bus.WantKey(last, module)
 	given := time.Now().UTC()
-	if err := w.put(ctx, w.bus.Wants, key, bus.Want{Fingerprint: "f2", Digest: entry.Digest, Owner: bus.PutOwner("demo"), At: given}); err != nil {
+	// The operator's seal, which no part may write, is what makes it a put.
+	if err := w.bus.SealWant(ctx, last, module, bus.Want{Fingerprint: "f2", Digest: entry.Digest, Owner: bus.PutOwner("demo"), At: given}); err != nil {
 		return err
 	}
 	w.s.say("\nAn operator puts f2 on %s by hand (owner put:demo), past the rules.", last)
@@ -162,8 +162,7 @@ func (w *world) refusals(ctx context.Context) error {
 					return err
 				}
 			}
-			key, _ := bus.WantKey(n, module)
-			if err := w.put(ctx, w.bus.Wants, key, bus.Want{Fingerprint: c.fingerprint, Digest: digest, Owner: bus.OwnerHand, At: time.Now().UTC()}); err != nil {
+			if err := w.bus.SealWant(ctx, n, module, bus.Want{Fingerprint: c.fingerprint, Digest: digest, Owner: bus.OwnerHand, At: time.Now().UTC()}); err != nil {
 				return err
 			}
 		}

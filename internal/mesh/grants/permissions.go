@@ -84,6 +84,9 @@ func For(p Part, node string) (Permissions, error) {
 		pub = append(pub, bind()...)
 		pub = append(pub, kvRead(bus.ModulesBucket, ">")...)
 		pub = append(pub, kvRead(bus.WantsBucket, "want."+token+".>")...)
+		// The operator's seals on its wants, which prove a put's or a
+		// hand's owner; no part may write one.
+		pub = append(pub, kvRead(bus.SealsBucket, "seal."+token+".>")...)
 		// A hold on what runs is what lets the rules send a node back.
 		pub = append(pub, kvRead(bus.HoldsBucket, ">")...)
 		pub = append(pub, kvRead(composed, ">")...)
@@ -139,8 +142,8 @@ func kvRead(bucket, keys string) []string {
 // their streams' info (their size and names, none of their keys), since
 // every part that opens the bus binds all of them.
 func bind() []string {
-	pub := make([]string, 0, 6)
-	for _, b := range []string{bus.ModulesBucket, bus.BuildsBucket, bus.HoldsBucket, bus.GrantsBucket, bus.WantsBucket, bus.HavesBucket} {
+	pub := make([]string, 0, 7)
+	for _, b := range []string{bus.ModulesBucket, bus.BuildsBucket, bus.HoldsBucket, bus.GrantsBucket, bus.WantsBucket, bus.HavesBucket, bus.SealsBucket} {
 		pub = append(pub, "$JS.API.STREAM.INFO.KV_"+b)
 	}
 	return pub
