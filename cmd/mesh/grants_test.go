@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 func runMesh(t *testing.T, vars map[string]string, args ...string) (int, string, string) {
@@ -25,8 +25,9 @@ func runMesh(t *testing.T, vars map[string]string, args ...string) (int, string,
 	return code, stdout.String(), stderr.String()
 }
 
-// operatorServer runs JetStream in operator mode on the JWTs grants --init
-// wrote, with a full resolver, as the bootstrap in docs/mesh.md sets it up.
+// operatorServer runs the built nats-server in operator mode on the JWTs
+// grants --init wrote, with a full resolver preloaded with both accounts,
+// as the bootstrap in docs/mesh.md sets it up.
 func operatorServer(t *testing.T, keys string) string {
 	t.Helper()
 	read := func(file string) string {
@@ -40,33 +41,10 @@ func operatorServer(t *testing.T, keys string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resolver, err := server.NewDirAccResolver(t.TempDir(), 0, time.Hour, server.NoDelete)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range []string{"system.jwt", "account.jwt"} {
-		claims, err := jwt.DecodeAccountClaims(read(file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := resolver.Store(claims.Subject, read(file)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-		TrustedOperators: []*jwt.OperatorClaims{op}, SystemAccount: op.SystemAccount, AccountResolver: resolver,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		t.Fatal("the server did not take connections within 30 s")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s.ClientURL()
+	return testenv.NewOperatorNATS(t, testenv.NATSTrust{
+		OperatorJWT: read("operator.jwt"), SystemAccount: op.SystemAccount,
+		Accounts: []string{read("system.jwt"), read("account.jwt")},
+	}).URL
 }
 
 func TestGrants(t *testing.T) {
