@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // serve starts an embedded server with opts on a free loopback port.
@@ -68,15 +69,29 @@ func TestACredentialIsPresented(t *testing.T) {
 	}
 }
 
-// TestACredentialsFileIsPresented: a server trusting an operator lets in
-// the user its account signed, from the file nsc writes.
+// TestACredentialsFileIsPresented: the built nats-server in operator mode
+// lets in the user its account signed, from the file nsc writes, and no
+// client without it.
 func TestACredentialsFileIsPresented(t *testing.T) {
 	operator, _ := nkeys.CreateOperator()
 	operatorPublic, _ := operator.PublicKey()
+	system, _ := nkeys.CreateAccount()
+	systemPublic, _ := system.PublicKey()
 	operatorClaims := jwt.NewOperatorClaims(operatorPublic)
+	operatorClaims.SystemAccount = systemPublic
+	operatorJWT, err := operatorClaims.Encode(operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	systemJWT, err := jwt.NewAccountClaims(systemPublic).Encode(operator)
+	if err != nil {
+		t.Fatal(err)
+	}
 	account, _ := nkeys.CreateAccount()
 	accountPublic, _ := account.PublicKey()
-	accountJWT, err := jwt.NewAccountClaims(accountPublic).Encode(operator)
+	accountClaims := jwt.NewAccountClaims(accountPublic)
+	accountClaims.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	accountJWT, err := accountClaims.Encode(operator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +106,7 @@ func TestACredentialsFileIsPresented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resolver := &server.MemAccResolver{}
-	if err := resolver.Store(accountPublic, accountJWT); err != nil {
-		t.Fatal(err)
-	}
-	url := serve(t, &server.Options{TrustedOperators: []*jwt.OperatorClaims{operatorClaims}, AccountResolver: resolver})
+	url := testenv.NewOperatorNATS(t, testenv.NATSTrust{OperatorJWT: operatorJWT, SystemAccount: systemPublic, Accounts: []string{systemJWT, accountJWT}}).URL
 
 	nc, err := bus.Connect(url, "test", bus.Credential{CredsFile: file(t, "user.creds", creds)})
 	if err != nil {
