@@ -43,6 +43,7 @@ type config struct {
 	fluxNamespace   string
 	hmacKey         []byte
 	gateURL         string
+	gateNamespace   string
 	interval        time.Duration
 	addr            string
 	readCache       time.Duration
@@ -69,6 +70,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		fluxNamespace:   s.String("FLUX_NAMESPACE", "flux-system"),
 		hmacKey:         []byte(getenv("FLUX_WEBHOOK_HMAC_KEY")),
 		gateURL:         s.String("GATE_URL", releaserecord.DefaultGateURL),
+		gateNamespace:   s.String("GATE_NAMESPACE", "delivery-system"),
 		interval:        s.Duration("INTERVAL", 30*time.Second),
 		addr:            s.Address("ADDR", ":8080"),
 		readCache:       s.Duration("READ_CACHE", releasehistory.DefaultMaxAge),
@@ -191,8 +193,12 @@ func build(cfg config, getenv func(string) string, now func() time.Time, logger 
 	if err != nil {
 		return nil, nil, err
 	}
+	holds, err := releaserecord.NewGateRecords(rest, cfg.gateNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
 	flux := &releaserecord.Flux{Namespace: cfg.fluxNamespace, Cluster: cfg.cluster, Env: cfg.env, Kube: kube,
-		Gate: reporter.NewGateClient(cfg.gateURL), Origins: origins, Logger: logger}
+		Gate: reporter.NewGateClient(cfg.gateURL), Origins: origins, Holds: holds, Logger: logger}
 	return svc, &releaserecord.Observer{Source: flux, Service: svc, Logger: logger}, nil
 }
 

@@ -327,7 +327,7 @@ func TestNoClusterStopsAtStart(t *testing.T) {
 
 // variables are the variables the table in docs/release-record.md names.
 var variables = []string{"CLUSTER_NAME", "ENVIRONMENT", "RECORD_NAMESPACE", "FACTS_MODE", "CDEVENTS_SINK", "FACTS_TOKEN",
-	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "INTERVAL", "ADDR", "READ_CACHE", "KEEP_HEALTHY", "KUBECONFIG"}
+	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "GATE_NAMESPACE", "INTERVAL", "ADDR", "READ_CACHE", "KEEP_HEALTHY", "KUBECONFIG"}
 
 func TestCommandLine(t *testing.T) {
 	clitest.Check(t, "release-record", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {

@@ -185,3 +185,23 @@ func ociPurl(image string) (string, bool) {
 	}
 	return p.ToString(), true
 }
+
+// SentEvent is the CDEvents type and id an event of the sent sets went out
+// with, from its key; ok is false for a key of no event.
+func SentEvent(releaseID, key string) (eventType, id string, ok bool) {
+	e, ok := eventOf(key)
+	if !ok {
+		return "", "", false
+	}
+	switch e.Type {
+	case EventDeployed:
+		eventType = cdeventsv05.ServiceDeployedEventType.String()
+	case EventUpgraded:
+		eventType = cdeventsv05.ServiceUpgradedEventType.String()
+	case EventRolledBack:
+		eventType = cdeventsv05.ServiceRolledbackEventType.String()
+	default:
+		eventType = CustomType(e.Type).String()
+	}
+	return eventType, EventID(releaseID, e), true
+}

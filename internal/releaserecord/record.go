@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -99,6 +100,9 @@ type Release struct {
 	Image       string
 	GitURL      string
 	GitRevision string
+	// Objects are the cluster objects the release moved, as ObjectsOf
+	// writes them; "" when the source names none.
+	Objects string
 }
 
 // Record is one release's record: every key of its ConfigMap. A zero
@@ -139,6 +143,13 @@ type Record struct {
 	// when no fact said.
 	SyncStartedAt    time.Time
 	ObjectGeneration string
+	// Held is why the Release Gate holds the release (its reason, such as
+	// analysis-failed), "" while it holds it for no reason a source said.
+	Held string
+	// Objects are the cluster objects the release moved (its Flux unit,
+	// its Canaries), kind/namespace/name joined by commas; "" when no fact
+	// named them.
+	Objects string
 }
 
 // Exists reports whether r is a record rather than none.
@@ -161,7 +172,7 @@ func NewRecord(rel Release, now time.Time) Record {
 	return Record{
 		ReleaseID: rel.ID.String(), Kind: kind, RollbackOf: rel.RollbackOf, RollbackReason: rel.RollbackReason,
 		App: rel.ID.App(), Env: rel.ID.Env, Cluster: rel.ID.Cluster,
-		Image: rel.Image, GitURL: rel.GitURL, GitRevision: rel.GitRevision,
+		Image: rel.Image, GitURL: rel.GitURL, GitRevision: rel.GitRevision, Objects: rel.Objects,
 		State: StateMerged, StateAt: now, MergedAt: now,
 	}
 }
@@ -176,7 +187,8 @@ var recordSchema = jsondoc.MustCompile(RecordSchema, jsondoc.AssertFormats())
 // Keys are the record's ConfigMap keys, in the order the schema lists them.
 var Keys = []string{"releaseId", "kind", "rollbackOf", "rollbackReason", "app", "env", "cluster", "image",
 	"gitUrl", "gitRevision", "state", "stateAt", "mergedAt", "lastFactAt", "lastFactPhase", "podHash", "drift",
-	"lastError", "emittedLive", "emittedShadow", "supersededBy", "healthyAt", "rolledBackBy", "syncStartedAt", "objectGeneration"}
+	"lastError", "emittedLive", "emittedShadow", "supersededBy", "healthyAt", "rolledBackBy", "syncStartedAt", "objectGeneration",
+	"held", "objects"}
 
 // Data is the record as its ConfigMap's data: every key, "" where the
 // record holds nothing; times in RFC 3339, UTC; a sent set as its keys,
@@ -190,6 +202,7 @@ func (r Record) Data() map[string]string {
 		"lastError": r.LastError, "emittedLive": setString(r.EmittedLive), "emittedShadow": setString(r.EmittedShadow),
 		"supersededBy": r.SupersededBy, "healthyAt": timeString(r.HealthyAt), "rolledBackBy": r.RolledBackBy,
 		"syncStartedAt": timeString(r.SyncStartedAt), "objectGeneration": r.ObjectGeneration,
+		"held": r.Held, "objects": r.Objects,
 	}
 }
 
@@ -225,6 +238,7 @@ func DecodeRecord(name string, data map[string]string) (Record, error) {
 		PodHash: data["podHash"], Drift: data["drift"], LastError: data["lastError"],
 		EmittedLive: setOf(data["emittedLive"]), EmittedShadow: setOf(data["emittedShadow"]),
 		SupersededBy: data["supersededBy"], RolledBackBy: data["rolledBackBy"], ObjectGeneration: data["objectGeneration"],
+		Held: data["held"], Objects: data["objects"],
 	}
 	for key, into := range map[string]*time.Time{"stateAt": &r.StateAt, "mergedAt": &r.MergedAt, "lastFactAt": &r.LastFactAt,
 		"healthyAt": &r.HealthyAt, "syncStartedAt": &r.SyncStartedAt} {
@@ -233,6 +247,27 @@ func DecodeRecord(name string, data map[string]string) (Record, error) {
 		}
 	}
 	return r, nil
+}
+
+// objectPattern is one object as the record's objects hold it.
+var objectPattern = regexp.MustCompile(`^[A-Za-z]{1,63}/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?/[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$`)
+
+// ObjectsOf writes the objects a release moved as the record keeps them:
+// each <kind>/<namespace>/<name>, sorted, once, joined by commas. An object
+// not of that shape is left out, and the whole is "" past the schema's
+// 4,096 bytes rather than cut.
+func ObjectsOf(objects []string) string {
+	var kept []string
+	for _, o := range objects {
+		if objectPattern.MatchString(o) {
+			kept = append(kept, o)
+		}
+	}
+	s := setString(kept)
+	if len(s) > 4096 {
+		return ""
+	}
+	return s
 }
 
 func timeString(t time.Time) string {

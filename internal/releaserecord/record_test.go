@@ -3,6 +3,7 @@ package releaserecord_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -39,6 +40,7 @@ func fullRecord(t testing.TB) rr.Record {
 	r.PodHash, r.Drift, r.LastError = "5d8f7c", "the pod hash moved from a to b", "apply failed"
 	r.EmittedLive, r.EmittedShadow = []string{"deployed", "deploying"}, []string{"deploying"}
 	r.SyncStartedAt, r.ObjectGeneration = t0.Add(-time.Minute), "Rollout/docs/docs=12"
+	r.Held, r.Objects = "analysis-failed", rr.ObjectsOf([]string{"Rollout/docs/docs", "Canary/docs/web", "not an object"})
 	return r
 }
 
@@ -67,7 +69,32 @@ func TestRecordRoundTrip(t *testing.T) {
 
 // since are the keys records gained after they were first written: the
 // record writes them, and one written before them still reads.
-var since = []string{"syncStartedAt", "objectGeneration"}
+var since = []string{"syncStartedAt", "objectGeneration", "held", "objects"}
+
+// TestObjectsOf: the objects a release moved are kept in one order, once,
+// and only in the shape the schema holds them to.
+func TestObjectsOf(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"Kustomization/flux-system/project-docs", "Canary/docs/web", "Canary/docs/web"}, "Canary/docs/web,Kustomization/flux-system/project-docs"},
+		{[]string{"Canary/Docs/web", "Canary/docs", "Canary/docs/web,x", "Canary/docs/<b>"}, ""},
+		{[]string{strings.Repeat("Canary/docs/"+strings.Repeat("w", 250)+",", 20)}, ""},
+	} {
+		if got := rr.ObjectsOf(tc.in); got != tc.want {
+			t.Errorf("ObjectsOf(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	var many []string
+	for i := range 40 {
+		many = append(many, fmt.Sprintf("Canary/docs/%03d-%s", i, strings.Repeat("w", 120)))
+	}
+	if got := rr.ObjectsOf(many); got != "" {
+		t.Errorf("past the schema's bound: %d bytes kept", len(got))
+	}
+}
 
 // TestSchemaListsEveryKey: the schema describes exactly the keys the record
 // writes, in the order Keys lists them, and requires all but the later ones.
@@ -93,7 +120,7 @@ func TestARecordFromBeforeTheOrderKeysReads(t *testing.T) {
 		delete(data, k)
 	}
 	back, err := rr.DecodeRecord(r.Name(), data)
-	if err != nil || !back.SyncStartedAt.IsZero() || back.ObjectGeneration != "" {
+	if err != nil || !back.SyncStartedAt.IsZero() || back.ObjectGeneration != "" || back.Held != "" || back.Objects != "" {
 		t.Fatalf("%+v %v", back, err)
 	}
 	if got := back.Data(); got["syncStartedAt"] != "" || got["objectGeneration"] != "" || len(got) != len(rr.Keys) {

@@ -2,6 +2,7 @@ package releaserecord
 
 import (
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,9 @@ const (
 	// PhaseHeartbeat says only that the release is there, with its pod
 	// hash: it changes nothing but drift.
 	PhaseHeartbeat Phase = "Heartbeat"
+	// PhaseHeld says whether the Release Gate holds the release, and why
+	// (Fact.Held): it changes the record's held alone.
+	PhaseHeld Phase = "Held"
 )
 
 // Fact is one thing a source saw of a release.
@@ -46,6 +50,9 @@ type Fact struct {
 	HealthyBefore bool
 	// Order is where the fact places its release among its service's.
 	Order Order
+	// Held is a PhaseHeld fact's word from the gate: why it holds the
+	// release, "" when it holds it no longer.
+	Held string
 	// Newer names the newest recorded release of the same service that is
 	// newer than this one (Newer); the adapter reads it from the records
 	// before a release's first fact, whose record then starts superseded.
@@ -183,6 +190,8 @@ func Reduce(rec Record, f Fact, now time.Time) Result {
 		return degraded(rec, next, f, now)
 	case PhaseSyncFailed:
 		return syncFailed(rec, next, f, now)
+	case PhaseHeld:
+		return held(rec, next, f, now)
 	default: // a heartbeat
 		return changed(rec, next, f, now, nil, "nothing new", nil)
 	}
@@ -229,6 +238,7 @@ func learn(rec Record, f Fact) (Record, []string) {
 	fill(&next.GitRevision, rel.GitRevision, "git revision")
 	fill(&next.GitURL, rel.GitURL, "git URL")
 	fill(&next.Image, rel.Image, "image")
+	fill(&next.Objects, rel.Objects, "objects")
 	if next.RollbackOf == "" && rel.RollbackOf != "" && next.HealthyAt.IsZero() {
 		next.Kind, next.RollbackReason = KindRollback, rel.RollbackReason
 		fill(&next.RollbackOf, rel.RollbackOf, "rollback of")
@@ -274,6 +284,8 @@ func healthy(rec, next Record, f Fact, now time.Time) Result {
 		success = EventUpgraded
 	}
 	next = enter(next, StateHealthy, now)
+	// What serves is held by no gate: a hold said before is over.
+	next.Held = ""
 	if next.HealthyAt.IsZero() {
 		next.HealthyAt = now
 	}
@@ -326,6 +338,32 @@ func syncFailed(rec, next Record, f Fact, now time.Time) Result {
 	}
 	return changed(rec, next, f, now, []Event{{Type: EventDeploying}, {Type: EventFailed, Outcome: string(StateSyncFailed)}}, "sync failed", nil)
 }
+
+// held takes the gate's word on a release: why it holds it, or that it
+// holds it no longer. Only a release that does not serve yet is held; the
+// gate's word on one that serves, or serves no more, changes nothing.
+func held(rec, next Record, f Fact, now time.Time) Result {
+	reason := f.Held
+	switch {
+	case reason != "" && !heldPattern.MatchString(reason):
+		return changed(rec, next, f, now, nil, "the gate's word is no reason: ignored", nil)
+	case rec.State == StateHealthy || (rec.State == StateDegraded && !rec.HealthyAt.IsZero()):
+		return changed(rec, next, f, now, nil, "the gate's word on a release that serves: ignored", nil)
+	case reason == "" && rec.Held == "":
+		return changed(rec, next, f, now, nil, "not held", nil)
+	case reason == rec.Held:
+		return changed(rec, next, f, now, nil, "still held: "+reason, nil)
+	case reason == "":
+		next.Held = ""
+		return changed(rec, next, f, now, nil, "held no longer", nil)
+	}
+	next.Held = reason
+	return changed(rec, next, f, now, nil, "held: "+reason, nil)
+}
+
+// heldPattern is a reason as the gate names it, and the record's schema
+// holds held to.
+var heldPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 func enter(r Record, s State, now time.Time) Record {
 	r.State, r.StateAt = s, now

@@ -1,6 +1,10 @@
 package releaserecord
 
-import "context"
+import (
+	"context"
+
+	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+)
 
 // Pushed is a source that posts its facts to the service: Argo Rollouts'
 // and Argo CD's notifications. Each implementation decodes its own body; the
@@ -42,4 +46,17 @@ type Observed interface {
 	Name() string
 	// Observe reads the cluster once.
 	Observe(ctx context.Context) ([]Fact, error)
+}
+
+// Holds is the Release Gate's word on a release of this product's path: whether
+// it holds the release its Canaries carry, and why. The Flux look asks it
+// for each unit whose source pins its release, and says the answer as a
+// PhaseHeld fact.
+type Holds interface {
+	// Name is the source as logs name it.
+	Name() string
+	// Held reads what the gate holds of the Application the members'
+	// Canaries carry. known is false when the gate's word cannot be read
+	// (no Application named, its record unreadable): no fact is said then.
+	Held(ctx context.Context, members []reporter.Member) (reason string, known bool, err error)
 }

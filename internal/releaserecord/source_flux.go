@@ -33,7 +33,10 @@ type Flux struct {
 	// Origins reads where a unit's artifacts came from, for the record's
 	// gitRevision; nil leaves it "".
 	Origins Origins
-	Logger  *slog.Logger
+	// Holds reads the gate's word on each pinned release with members; nil
+	// says nothing of holds.
+	Holds  Holds
+	Logger *slog.Logger
 
 	mu sync.Mutex
 	// skipped keeps why each unit was last skipped, so it is logged once.
@@ -56,6 +59,11 @@ type FluxUnit struct {
 	Gate    reporter.Gate
 	// Origin is where the unit's artifacts came from (GitRevision).
 	Origin Origin
+	// Namespace is the unit's, for the objects the release moved.
+	Namespace string
+	// Held is the gate's word on the release its members carry (why it
+	// holds it, "" not held); nil when no word was read.
+	Held *string
 }
 
 // Observe reads every unit, its source and members, and the gate once
@@ -80,7 +88,7 @@ func (f *Flux) Observe(ctx context.Context) ([]Fact, error) {
 			f.skip(ctx, u.Name, err.Error())
 			continue
 		}
-		view := FluxUnit{Unit: u, Rollout: rollout}
+		view := FluxUnit{Unit: u, Rollout: rollout, Namespace: f.Namespace}
 		if view.Source, err = f.Kube.Source(ctx, u.Source.Namespace, u.Source.Name); err != nil && !errors.Is(err, reporter.ErrNotFound) {
 			failed = errors.Join(failed, err)
 			continue
@@ -109,6 +117,16 @@ func (f *Flux) Observe(ctx context.Context) ([]Fact, error) {
 		}
 		if gate != nil {
 			view.Gate = *gate
+		}
+		if f.Holds != nil && len(view.Members) > 0 && view.Source.Pin != "" && view.Source.Pin == rollout.Digest {
+			reason, known, err := f.Holds.Held(ctx, view.Members)
+			if err != nil {
+				failed = errors.Join(failed, err)
+				continue
+			}
+			if known {
+				view.Held = &reason
+			}
 		}
 		unitFacts, err := FluxFacts(view, f.Cluster, f.Env)
 		if err != nil {
@@ -154,12 +172,22 @@ const dependencyNotReady = "DependencyNotReady"
 // Flagger lastAppliedSpec, on Healthy and Degraded facts alone: while a
 // release progresses or fails to sync its members' specs move one by one.
 func FluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
+	facts, err := fluxFacts(u, cluster, env)
+	if err != nil || u.Held == nil || len(facts) < 2 {
+		return facts, err
+	}
+	// The gate's word comes last, after the phase it speaks beside: a
+	// release that turned healthy in this look is held by no gate.
+	return append(facts, Fact{Release: facts[0].Release, Phase: PhaseHeld, Held: *u.Held}), nil
+}
+
+func fluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 	id, err := NewReleaseID(u.Unit.Project, u.Rollout.Version, cluster, env)
 	if err != nil {
 		return nil, err
 	}
 	rel := Release{ID: id, Kind: KindPromote, Image: u.Rollout.Digest, GitURL: "https://github.com/" + u.Rollout.Repository.String(),
-		GitRevision: GitRevision(u)}
+		GitRevision: GitRevision(u), Objects: unitObjects(u)}
 	if of := u.Unit.Annotations[AnnotationRollbackOf]; of != "" {
 		target, err := ParseReleaseID(of)
 		if err != nil {
@@ -237,6 +265,19 @@ func analysing(members []reporter.Member) bool {
 		}
 	}
 	return false
+}
+
+// unitObjects are the objects a unit's release moves: the unit, and the
+// Canaries of its inventory.
+func unitObjects(u FluxUnit) string {
+	var objects []string
+	if u.Namespace != "" {
+		objects = append(objects, "Kustomization/"+u.Namespace+"/"+u.Unit.Name)
+	}
+	for _, c := range u.Unit.Canaries {
+		objects = append(objects, "Canary/"+c.Namespace+"/"+c.Name)
+	}
+	return ObjectsOf(objects)
 }
 
 // podHash joins each member's lastAppliedSpec, by member.

@@ -25,6 +25,7 @@ var Variables = slices.Concat([]settings.Variable{
 	{Name: "FLUX_NAMESPACE", Default: "flux-system", Meaning: "where the units project-<project> are"},
 	{Name: "FLUX_WEBHOOK_HMAC_KEY", Default: settings.Unset, Meaning: "set, POST /flux needs the generic-hmac X-Signature under this key, else 401"},
 	{Name: "GATE_URL", Default: DefaultGateURL, Meaning: "the Release Gate's root, for its warmups"},
+	{Name: "GATE_NAMESPACE", Default: "delivery-system", Meaning: "where the Release Gate keeps its records, read for why it holds a release"},
 	{Name: "INTERVAL", Default: "30s", Meaning: "time between looks at the units (Go duration)"},
 	{Name: "ADDR", Default: ":8080", Meaning: "where the facts, the prompts, /fresh, /healthz and /readyz are served"},
 }, kubeclient.Variables)

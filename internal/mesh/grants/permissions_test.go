@@ -87,6 +87,7 @@ func TestFor(t *testing.T) {
 		{"the agent does not read another node's large composition", Agent, "n1", "$JS.API.CONSUMER.CREATE.OBJ_composed-n2.c1.$O.composed-n2.C.abc", false, false},
 		{"the agent does not get another node's object by message", Agent, "n1", "$JS.API.STREAM.MSG.GET.OBJ_composed-n2", false, false},
 		{"the agent does not write its object store", Agent, "n1", "$O.composed-n1.C.abc", false, false},
+		{"the agent does not read the old shared object store", Agent, "n1", "$JS.API.CONSUMER.CREATE.OBJ_mesh_compositions.c1.$O.mesh_compositions.C.abc", false, false},
 		{"the assigner does not write a seal", Assigner, "", "$KV.mesh_seals.seal.n1.web", false, false},
 		{"the assigner binds the seals", Assigner, "", "$JS.API.STREAM.INFO.KV_mesh_seals", false, true},
 		{"the agent reads its own seal", Agent, "n1", "$JS.API.DIRECT.GET.KV_mesh_seals.$KV.mesh_seals.seal.n1.web", false, true},
