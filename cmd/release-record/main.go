@@ -57,7 +57,7 @@ var service = cli.Service{
 		"it looks at the Flux units, their sources and Canaries, and takes Argo Rollouts' and Argo CD's notifications;\n" +
 		"it serves the records (/v1), their DORA figures (/metrics) and a page of them (/).\n" +
 		"\"release-record sweep\" raises stall alerts and deletes old records, once (see \"release-record sweep --help\").",
-	Variables: slices.Concat(releaserecord.Variables, releasehistory.ReadVariables),
+	Variables: slices.Concat(releaserecord.Variables, releasehistory.ReadVariables, releasehistory.ScrapeVariables),
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -129,6 +129,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 		return 1
 	}
 	history, err := readHistory(cfg, getenv, now, logger)
+	if err == nil {
+		// /metrics answers the metrics stack alone, as the gate's does.
+		history.Scrapers, err = releasehistory.ScrapersFrom(getenv, logger)
+	}
 	if err != nil {
 		logger.Error("cannot start", slog.String("error", err.Error()))
 		return 1

@@ -15,6 +15,10 @@ import (
 // API answers the read API, /metrics and the page from the cache. It
 // writes nothing.
 type API struct {
+	// Scrapers are the only callers /metrics answers (the metrics stack's
+	// pods, by the gate's rule); nil answers none.
+	Scrapers *Scrapers
+
 	Cache *Cache
 	// KeepHealthy is KEEP_HEALTHY: the rollback window.
 	KeepHealthy int

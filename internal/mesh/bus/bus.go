@@ -105,6 +105,14 @@ func (b *Bus) Composed(ctx context.Context, node string) (jetstream.KeyValue, er
 // store of its own, granted whole, keeps a node's large compositions from
 // every other node.
 func (b *Bus) Objects(ctx context.Context, node string) (jetstream.ObjectStore, error) {
+	return b.objectStore(ctx, node, true)
+}
+
+// objectStore is node's object store, bound, and made when create says so
+// and it does not exist. A reader only binds: an entry naming an object is
+// written after its store, and a store a reader found missing is one its
+// credential could not make anyway.
+func (b *Bus) objectStore(ctx context.Context, node string, create bool) (jetstream.ObjectStore, error) {
 	name, err := ComposedBucket(node)
 	if err != nil {
 		return nil, err
@@ -116,9 +124,13 @@ func (b *Bus) Objects(ctx context.Context, node string) (jetstream.ObjectStore, 
 		return store, nil
 	}
 	b.ops.Add(1)
-	store, err = OpenObjectStore(ctx, b.JS, jetstream.ObjectStoreConfig{
-		Bucket: name, Description: "the signed compositions over 64 KiB for node " + node, Replicas: b.replicas,
-	})
+	if create {
+		store, err = OpenObjectStore(ctx, b.JS, jetstream.ObjectStoreConfig{
+			Bucket: name, Description: "the signed compositions over 64 KiB for node " + node, Replicas: b.replicas,
+		})
+	} else {
+		store, err = b.JS.ObjectStore(ctx, name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open the object store %s: %w", name, err)
 	}
@@ -254,7 +266,7 @@ func (b *Bus) Held(ctx context.Context, module, fingerprint string) (bool, error
 func (b *Bus) Envelope(ctx context.Context, entry Composed) ([]byte, error) {
 	envelope := entry.Envelope
 	if entry.Object != "" {
-		objects, err := b.Objects(ctx, entry.Node)
+		objects, err := b.objectStore(ctx, entry.Node, false)
 		if err != nil {
 			return nil, err
 		}

@@ -165,3 +165,19 @@ func TestSealWant(t *testing.T) {
 		t.Fatal("a node with a space was read")
 	}
 }
+
+// TestAReaderDoesNotMakeAnObjectStore: an entry naming an object in a store
+// that is not there is an error for its reader, which makes no store (a
+// part's credential may not), and leaves none behind.
+func TestAReaderDoesNotMakeAnObjectStore(t *testing.T) {
+	b := openBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	entry := bus.Composed{Module: "web", Fingerprint: "f1", Node: "n1", Digest: bus.Digest([]byte("e")), Object: "composition.web.f1", Size: 1}
+	if _, err := b.Envelope(ctx, entry); err == nil || !strings.Contains(err.Error(), "composed-n1") {
+		t.Fatalf("an object in no store read with %v", err)
+	}
+	if _, err := b.JS.ObjectStore(ctx, "composed-n1"); err == nil {
+		t.Fatal("reading made the object store")
+	}
+}
