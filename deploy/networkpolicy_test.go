@@ -100,7 +100,8 @@ func value(d *appsv1.Deployment, name string) string {
 // (METRICS_SCRAPER_NAMESPACE, METRICS_SCRAPER_SELECTOR), the Reporter and
 // a dashboard; the Reporter admits Flux's notification-controller in
 // FLUX_NAMESPACE; the release record admits it too, Flagger's pods (its
-// event webhook), the metrics stack and a dashboard; the Collector admits no one. Each admits on its served
+// event webhook), the metrics stack (its own METRICS_SCRAPER_NAMESPACE,
+// METRICS_SCRAPER_SELECTOR) and a dashboard; the Collector admits no one. Each admits on its served
 // port alone, and reaches the cluster's DNS, the API server and what its
 // guide says it calls.
 func TestNetworkPoliciesAdmitTheGuidesCallers(t *testing.T) {
@@ -119,9 +120,15 @@ func TestNetworkPoliciesAdmitTheGuidesCallers(t *testing.T) {
 			rec: {
 				peerFor(t, value(rec, "FLUX_NAMESPACE"), "app=notification-controller"),
 				peerFor(t, value(gate, "FLAGGER_NAMESPACE"), value(gate, "FLAGGER_SELECTOR")),
-				peerFor(t, value(gate, "METRICS_SCRAPER_NAMESPACE"), value(gate, "METRICS_SCRAPER_SELECTOR")),
+				peerFor(t, value(rec, "METRICS_SCRAPER_NAMESPACE"), value(rec, "METRICS_SCRAPER_SELECTOR")),
 				peerFor(t, "*", "delivery.jorisjonkers.dev/reads-releases=true"),
 			},
+		}
+		// The release record's /metrics answers the gate's callers.
+		for _, name := range []string{"METRICS_SCRAPER_NAMESPACE", "METRICS_SCRAPER_SELECTOR", "METRICS_SCRAPER_SERVICE_ACCOUNT"} {
+			if value(rec, name) != value(gate, name) {
+				t.Errorf("%s: the release record's %s is %q, the gate's %q", set, name, value(rec, name), value(gate, name))
+			}
 		}
 		for d, callers := range want {
 			p := policyFor(t, o, d)

@@ -33,7 +33,7 @@ var variables = map[string][]settings.Variable{
 	"release-gate":     releasegate.Variables,
 	"collector":        collector.Variables,
 	"reporter":         reporter.Variables,
-	"release-record":   slices.Concat(releaserecord.Variables, releasehistory.ReadVariables),
+	"release-record":   slices.Concat(releaserecord.Variables, releasehistory.ReadVariables, releasehistory.ScrapeVariables),
 	"vault-policy":     vaultpolicy.Variables,
 	"postgres-catalog": postgrescatalog.Variables,
 	"garage-catalog":   garagecatalog.Variables,

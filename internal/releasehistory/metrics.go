@@ -85,9 +85,9 @@ func histogram(d *prometheus.Desc, obs []time.Duration, k ServiceKey) prometheus
 }
 
 // MetricsHandler answers GET /metrics: the DORA figures and the process's
-// own. It names what the read API names, so it answers anyone.
+// own, to the metrics stack's pods alone (Scrapers), as the gate's do.
 func (a *API) MetricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(Collector{a.Cache}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return a.Scrapers.Only(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 }

@@ -50,7 +50,7 @@ func BenchmarkReadAPI(b *testing.B) {
 		}
 		var clock time.Time
 		cache := rh.NewCache(rh.KubeRecords{List: sweep.List}, rh.DefaultMaxAge, func() time.Time { return clock })
-		a := &rh.API{Cache: cache, KeepHealthy: 5, Logger: discard, Now: func() time.Time { return now }}
+		a := &rh.API{Cache: cache, KeepHealthy: 5, Logger: discard, Now: func() time.Time { return now }, Scrapers: scrapersAt(b, "127.0.0.1")}
 		mux := http.NewServeMux()
 		a.Routes(mux)
 		srv := httptest.NewServer(mux)

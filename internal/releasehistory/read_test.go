@@ -192,7 +192,8 @@ func history(t *testing.T) []rr.Record {
 
 func api(t *testing.T, src rh.Records) http.Handler {
 	t.Helper()
-	a := &rh.API{Cache: rh.NewCache(src, 5*time.Second, (&fakeClock{at: now}).Now), KeepHealthy: 5, Logger: discard, Now: (&fakeClock{at: now}).Now}
+	a := &rh.API{Cache: rh.NewCache(src, 5*time.Second, (&fakeClock{at: now}).Now), KeepHealthy: 5, Logger: discard, Now: (&fakeClock{at: now}).Now,
+		Scrapers: scrapersAt(t, httptestAddr)}
 	mux := http.NewServeMux()
 	a.Routes(mux)
 	return mux
