@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -22,15 +23,37 @@ type process struct {
 // deadline of its start.
 func startProcess(cmd *exec.Cmd) (*process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
-	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		// The kernel sends the death signal when the thread that started
+		// the child ends, not the process, and Go ends a thread whenever a
+		// goroutine locked to it returns: a server started from such a
+		// thread would be killed mid-test. Its own thread is held, locked,
+		// until the server ends.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		_ = cmd.Wait()
 		close(p.done)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
 	return p, nil
+}
+
+// ended says how the process ended, or "" while it runs.
+func (p *process) ended() string {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.String()
+	default:
+		return ""
+	}
 }
 
 // exited is closed once the process has ended.
