@@ -48,6 +48,7 @@ type config struct {
 	addr            string
 	readCache       time.Duration
 	keepHealthy     int
+	objectLink      string
 }
 
 // service is the release record as its --help tells it.
@@ -75,6 +76,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		addr:            s.Address("ADDR", ":8080"),
 		readCache:       s.Duration("READ_CACHE", releasehistory.DefaultMaxAge),
 		keepHealthy:     s.PositiveInt("KEEP_HEALTHY", 5),
+		objectLink:      getenv("OBJECT_LINK"),
 	}
 	observe := s.String("FLUX_OBSERVE", "true")
 	pattern := s.String("ALLOWED_NAMESPACES", ".*")
@@ -99,6 +101,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	var err error
 	if cfg.namespaces, err = regexp.Compile(`^(?:` + pattern + `)$`); err != nil {
 		return config{}, fmt.Errorf("ALLOWED_NAMESPACES: %q is not a regular expression", pattern)
+	}
+	if err := releasehistory.CheckObjectLink(cfg.objectLink); err != nil {
+		return config{}, fmt.Errorf("OBJECT_LINK: %q is %w", cfg.objectLink, err)
 	}
 	for name, raw := range map[string]string{"CDEVENTS_SINK": cfg.sink, "GATE_URL": cfg.gateURL} {
 		if u, err := url.Parse(raw); raw != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil) {
@@ -218,5 +223,6 @@ func readHistory(cfg config, getenv func(string) string, now func() time.Time, l
 		return nil, err
 	}
 	cache := releasehistory.NewCache(releasehistory.KubeRecords{List: list.List}, cfg.readCache, now)
-	return &releasehistory.API{Cache: cache, KeepHealthy: cfg.keepHealthy, Logger: logger, Now: now}, nil
+	out := releasehistory.Out{ObjectLink: cfg.objectLink, Sink: cfg.sink}
+	return &releasehistory.API{Cache: cache, KeepHealthy: cfg.keepHealthy, Out: out, Logger: logger, Now: now}, nil
 }

@@ -285,19 +285,21 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", cfg, err)
 	}
 	for name, change := range map[string][2]string{
-		"no cluster":           {"CLUSTER_NAME", ""},
-		"no environment":       {"ENVIRONMENT", ""},
-		"a cluster no label":   {"CLUSTER_NAME", "Prod EU"},
-		"no sink in emit":      {"CDEVENTS_SINK", ""},
-		"a sink not http":      {"CDEVENTS_SINK", "sink.example:80"},
-		"a sink with a login":  {"CDEVENTS_SINK", "https://user:pw@sink.example/"},
-		"an unknown mode":      {"FACTS_MODE", "loud"},
-		"a pattern that fails": {"ALLOWED_NAMESPACES", "("},
-		"observe neither":      {"FLUX_OBSERVE", "maybe"},
-		"an interval":          {"INTERVAL", "soon"},
-		"a gate not http":      {"GATE_URL", "release-gate:8080"},
-		"a read cache":         {"READ_CACHE", "briefly"},
-		"keep none healthy":    {"KEEP_HEALTHY", "0"},
+		"no cluster":                  {"CLUSTER_NAME", ""},
+		"no environment":              {"ENVIRONMENT", ""},
+		"a cluster no label":          {"CLUSTER_NAME", "Prod EU"},
+		"no sink in emit":             {"CDEVENTS_SINK", ""},
+		"a sink not http":             {"CDEVENTS_SINK", "sink.example:80"},
+		"a sink with a login":         {"CDEVENTS_SINK", "https://user:pw@sink.example/"},
+		"an unknown mode":             {"FACTS_MODE", "loud"},
+		"a pattern that fails":        {"ALLOWED_NAMESPACES", "("},
+		"observe neither":             {"FLUX_OBSERVE", "maybe"},
+		"an interval":                 {"INTERVAL", "soon"},
+		"a gate not http":             {"GATE_URL", "release-gate:8080"},
+		"a read cache":                {"READ_CACHE", "briefly"},
+		"keep none healthy":           {"KEEP_HEALTHY", "0"},
+		"an object link not http":     {"OBJECT_LINK", "javascript:alert('{name}')"},
+		"an object link with a login": {"OBJECT_LINK", "https://user:pw@ui.example/{name}"},
 	} {
 		env := map[string]string{}
 		for k, v := range good {
@@ -329,7 +331,7 @@ func TestNoClusterStopsAtStart(t *testing.T) {
 
 // variables are the variables the table in docs/release-record.md names.
 var variables = []string{"CLUSTER_NAME", "ENVIRONMENT", "RECORD_NAMESPACE", "FACTS_MODE", "CDEVENTS_SINK", "FACTS_TOKEN",
-	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "GATE_NAMESPACE", "INTERVAL", "ADDR", "READ_CACHE", "KEEP_HEALTHY", "KUBECONFIG"}
+	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "GATE_NAMESPACE", "INTERVAL", "ADDR", "READ_CACHE", "OBJECT_LINK", "KEEP_HEALTHY", "KUBECONFIG"}
 
 func TestCommandLine(t *testing.T) {
 	clitest.Check(t, "release-record", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {

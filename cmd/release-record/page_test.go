@@ -69,9 +69,18 @@ func TestReleasePageInABrowser(t *testing.T) {
 	aborted.LastError, aborted.LastFactPhase, aborted.EmittedLive = markup, "Degraded", []string{"deploying", "failed.aborted"}
 	aborted.GitURL, aborted.GitRevision = "https://github.com/acme/docs", "9f3c2a1"
 	aborted.ObjectGeneration, aborted.PodHash = "OCIRepository/apps/project-docs=4", "web=5d7f,worker=8a2c"
+	// A Project's release on the Flux path: its pinned digest, the unit and
+	// Canaries it moved, held by the gate after Flagger failed it.
+	aborted.Image = "sha256:" + strings.Repeat("9f", 32)
+	aborted.Objects, aborted.Held = "Canary/docs/web,Canary/docs/worker,Kustomization/flux-system/project-docs", "analysis-failed"
 	syncFailed := release("docs", "2.1.0/us", releaserecord.StateSyncFailed, 20*time.Minute, 15*time.Minute, 0)
 	syncFailed.LastError, syncFailed.LastFactPhase = "kustomize build: missing resource deployment.yaml", "SyncFailed"
+	// Flux says a release whose Canary Flagger failed a sync failure (its
+	// health checks fail), and the gate holds it.
+	heldBack := release("api", "3.2.0", releaserecord.StateSyncFailed, 30*time.Minute, 25*time.Minute, 0)
+	heldBack.LastError, heldBack.LastFactPhase, heldBack.Held = "HealthCheckFailed: Canary/api/web failed", "Held", "analysis-failed"
 	recs := []releaserecord.Record{
+		heldBack,
 		release("docs", "1.0.0", releaserecord.StateSuperseded, 5*time.Hour, time.Hour, 4*time.Hour),
 		aborted,
 		release("docs", "2.0.1", releaserecord.StateHealthy, 90*time.Minute, time.Hour, time.Hour),
@@ -85,8 +94,10 @@ func TestReleasePageInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := start(t, map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "RECORD_NAMESPACE": recordNS, "FACTS_MODE": "shadow",
-		"FLUX_OBSERVE": "false", "KUBECONFIG": kubeconfig})
+	// Emit mode names the sink the page shows; with no fact taken, nothing
+	// is sent to it.
+	s := start(t, map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "RECORD_NAMESPACE": recordNS, "FACTS_MODE": "emit",
+		"CDEVENTS_SINK": "https://events.example/cdevents?key=not-shown", "OBJECT_LINK": objectLink, "FLUX_OBSERVE": "false", "KUBECONFIG": kubeconfig})
 	defer s.end()
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
@@ -113,7 +124,7 @@ func TestReleasePageInABrowser(t *testing.T) {
 	}
 
 	rows := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.dataset.release + ' ' + r.querySelector('.state').textContent).join('|')`)
-	if want := "shop@9.1.0:prod-eu/prod progressing|docs@2.1.0:prod-us/prod sync-failed|docs@2.0.1:prod-eu/prod healthy|docs@2.0.1:prod-us/prod healthy|" +
+	if want := "shop@9.1.0:prod-eu/prod progressing|docs@2.1.0:prod-us/prod sync-failed|api@3.2.0:prod-eu/prod sync-failed|docs@2.0.1:prod-eu/prod healthy|docs@2.0.1:prod-us/prod healthy|" +
 		"docs@2.0.0:prod-eu/prod aborted|docs@1.0.0:prod-eu/prod superseded"; rows != want {
 		t.Fatalf("rows %q, want %q", rows, want)
 	}
@@ -128,12 +139,13 @@ func TestReleasePageInABrowser(t *testing.T) {
 	// it), 2.1.0 failed to sync in one with its reason; shop's first release
 	// is on its way in one place with nothing serving yet, and is in no other.
 	matrix := eval(`Array.from(document.querySelectorAll('#matrix tbody tr')).map(r => r.dataset.app + ': ' + Array.from(r.querySelectorAll('td')).map(c => c.innerText.replace(/\s+/g, ' ').trim()).join(' ; ')).join('|')`)
-	if !regexp.MustCompile(`^docs: 2\.0\.1 healthy ; 2\.0\.1 healthy → 2\.1\.0 sync-failed since .+ \(15 min( \d+ s)? ago\) kustomize build: missing resource deployment\.yaml\|` +
+	if !regexp.MustCompile(`^api: nothing serves → 3\.2\.0 sync-failed since .+ \(25 min( \d+ s)? ago\) held: analysis-failed HealthCheckFailed: Canary/api/web failed ; —\|` +
+		`docs: 2\.0\.1 healthy ; 2\.0\.1 healthy → 2\.1\.0 sync-failed since .+ \(15 min( \d+ s)? ago\) kustomize build: missing resource deployment\.yaml\|` +
 		`shop: nothing serves → 9\.1\.0 progressing since .+ \(5 min( \d+ s)? ago\) ; —$`).MatchString(matrix) {
 		t.Fatalf("matrix %q", matrix)
 	}
 	rollback := eval(`Array.from(document.querySelectorAll('#releases tbody tr')).map(r => r.querySelector('td.rollback').textContent).join('|')`)
-	if rollback != "no|no|eligible|eligible|no|eligible" {
+	if rollback != "no|no|no|eligible|eligible|no|eligible" {
 		t.Fatalf("rollback targets %q", rollback)
 	}
 	if charts := eval(`Array.from(document.querySelectorAll('.chart h3')).map(h => h.textContent + ' ' + h.nextElementSibling.textContent).join('|')`); !strings.Contains(charts, "Change failure rate 25%") ||
@@ -148,6 +160,27 @@ func TestReleasePageInABrowser(t *testing.T) {
 	links := eval(`document.querySelector('#release a.commit').href + ' ' + document.querySelector('#release .object').textContent + ' ' + document.querySelector('#release .members').textContent`)
 	if links != "https://github.com/acme/docs/commit/9f3c2a1 OCIRepository/apps/project-docs at generation 4 web, worker" {
 		t.Fatalf("links %q", links)
+	}
+	// The gate's hold, where the release is shown: its row and its own view.
+	if held := eval(`document.querySelector('#releases tr[data-release="docs@2.0.0:prod-eu/prod"] .held').textContent + ' | ' + document.querySelector('#release .held').textContent`); held != "held: analysis-failed | held: analysis-failed" {
+		t.Fatalf("held %q", held)
+	}
+	// Links out: each object the release moved through OBJECT_LINK, the
+	// repository's GitHub Deployments, and each event with its type and id.
+	objects := eval(`Array.from(document.querySelectorAll('#release .linked-object')).map(a => a.textContent + '=' + a.href).join('|')`)
+	if want := "OCIRepository/apps/project-docs=https://cluster-ui.example/prod-eu/OCIRepository/apps/project-docs|" +
+		"Canary/docs/web=https://cluster-ui.example/prod-eu/Canary/docs/web|Canary/docs/worker=https://cluster-ui.example/prod-eu/Canary/docs/worker|" +
+		"Kustomization/flux-system/project-docs=https://cluster-ui.example/prod-eu/Kustomization/flux-system/project-docs"; objects != want {
+		t.Fatalf("objects %q, want %q", objects, want)
+	}
+	if d := eval(`document.querySelector('#release .deployment a').href`); d != "https://github.com/acme/docs/deployments" {
+		t.Fatalf("GitHub Deployments %q", d)
+	}
+	events := eval(`document.querySelector('#release .events').innerText.replace(/\s+/g, ' ').trim()`)
+	failedID := releaserecord.EventID(aborted.ReleaseID, releaserecord.Event{Type: releaserecord.EventFailed, Outcome: "aborted"})
+	if !strings.HasPrefix(events, "to https://events.example/cdevents: dev.cdeventsx.delivery-release.deploying.0.1.0 id ") ||
+		!strings.HasSuffix(events, "dev.cdeventsx.delivery-release.failed.0.1.0 id "+failedID) {
+		t.Fatalf("events %q", events)
 	}
 	if n := eval(`String(document.querySelectorAll('#injected, img').length) + ' ' + document.title`); n != "0 Releases" {
 		t.Fatalf("the markup became elements or ran: %q", n)
@@ -185,7 +218,7 @@ func TestReleasePageInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if wide := eval(`String(document.documentElement.scrollWidth - window.innerWidth)`); wide != "0" {
-		t.Fatalf("the page is %s px wider than a narrow window", wide)
+		t.Fatalf("the page is %s px wider than a narrow window: %s", wide, eval(`Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > window.innerWidth && !e.closest('.scroll')).map(e => e.tagName + '.' + e.className + ':' + Math.round(e.getBoundingClientRect().right)).slice(0, 12).join(' ')`))
 	}
 	screenshot(ctx, t, "release-page-narrow.png")
 
@@ -202,15 +235,29 @@ func TestReleasePageInABrowser(t *testing.T) {
 	}
 }
 
+// objectLink is an OBJECT_LINK: a cluster UI's page of each object.
+const objectLink = "https://cluster-ui.example/{cluster}/{kind}/{namespace}/{name}"
+
+// ScreenshotDirVariable names the folder the browser test keeps its
+// screenshots in, so CI uploads them from one known place; unset, they go
+// to the test's output folder (go test -artifacts -outputdir DIR keeps it).
+const ScreenshotDirVariable = "RELEASE_PAGE_SCREENSHOTS"
+
 // screenshot saves the page as a PNG (quality 100; less is a JPEG) in the
-// test's output folder.
+// folder RELEASE_PAGE_SCREENSHOTS names, else the test's output folder.
 func screenshot(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.ArtifactDir(), name)
+	dir := os.Getenv(ScreenshotDirVariable)
+	if dir == "" {
+		dir = t.ArtifactDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, png, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -78,13 +78,28 @@ type Page struct {
 	Missing  string
 	Charts   []Chart
 	Matrix   Matrix
+	// Out is what the chosen release links out to: the objects it moved,
+	// the GitHub Deployments the Reporter keeps its own among, and the
+	// events it sent, with the sink they went to.
+	Out ReleaseOut
+}
+
+// ReleaseOut is what one release links out to.
+type ReleaseOut struct {
+	Objects     []Object
+	Deployments string
+	Sent        []Sent
+	Sink        string
 }
 
 // Row is one release as the page lists it.
 type Row struct {
 	ReleaseID, App, Env, Cluster, Image string
-	State                               rr.State
-	Since                               time.Time
+	// ShortImage is a bare digest (a Project's pinned one) cut to its first
+	// 12 hex digits for the list, the whole as its title; "" for any other.
+	ShortImage string
+	State      rr.State
+	Since      time.Time
 	// LeadTime is merged to healthy, "" when never healthy.
 	LeadTime string
 	// RollbackVia is the release in the rollback window that ran this
@@ -94,6 +109,9 @@ type Row struct {
 	// the record cannot say one).
 	Revision, Commit string
 	Moved            Moved
+	// Held is why the Release Gate holds the release, "" when it is not
+	// held or serves, or no longer could be (superseded, rolled back).
+	Held string
 }
 
 // Moment is one line of a release's timeline.
@@ -119,7 +137,7 @@ type Bar struct {
 
 // BuildPage is the page from one read of the records, newest first, what
 // the person asked for and the rollback window (KEEP_HEALTHY).
-func BuildPage(snap Snapshot, q PageQuery, keep int, now time.Time) Page {
+func BuildPage(snap Snapshot, q PageQuery, keep int, out Out, now time.Time) Page {
 	p := Page{Now: now, ReadAt: snap.ReadAt, Unreadable: snap.Unreadable, Asked: q.Release, Query: q, States: states, PageNo: q.Page}
 	targets := RollbackTargets(snap.Records, keep)
 	rowOf := func(r rr.Record) Row {
@@ -157,6 +175,8 @@ func BuildPage(snap Snapshot, q PageQuery, keep int, now time.Time) Page {
 		default:
 			row := rowOf(rec)
 			p.Chosen, p.Timeline = &row, TimelineOf(rec)
+			p.Out = ReleaseOut{Objects: ObjectsOf(rec, out.ObjectLink), Deployments: DeploymentsURL(rec), Sent: SentOf(rec),
+				Sink: SinkShown(out.Sink)}
 		}
 	}
 	p.Charts = Charts(snap.Records, now)
@@ -166,7 +186,10 @@ func BuildPage(snap Snapshot, q PageQuery, keep int, now time.Time) Page {
 
 func rowOf(r rr.Record) Row {
 	row := Row{ReleaseID: r.ReleaseID, App: r.App, Env: r.Env, Cluster: r.Cluster, Image: r.Image, State: r.State, Since: r.StateAt,
-		Revision: r.GitRevision, Commit: CommitURL(r.GitURL, r.GitRevision), Moved: MovedOf(r)}
+		Revision: r.GitRevision, Commit: CommitURL(r.GitURL, r.GitRevision), Moved: MovedOf(r), Held: heldOf(r)}
+	if digestImage.MatchString(r.Image) {
+		row.ShortImage = r.Image[:len("sha256:")+12] + "…"
+	}
 	if d, ok := LeadTime(r); ok {
 		row.LeadTime = HumanDuration(d)
 	}
@@ -224,7 +247,7 @@ func (a *API) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, BuildPage(snap, q, a.KeepHealthy, cmp.Or(a.now(), snap.ReadAt))); err != nil {
+	if err := pageTemplate.Execute(&buf, BuildPage(snap, q, a.KeepHealthy, a.Out, cmp.Or(a.now(), snap.ReadAt))); err != nil {
 		a.Logger.LogAttrs(r.Context(), slog.LevelError, "the page does not render", slog.String("cause", err.Error()))
 		server.Answer(w, http.StatusInternalServerError, "the page does not render; the log names the cause")
 		return

@@ -34,9 +34,19 @@ type CellRelease struct {
 	ReleaseID, Version string
 	State              rr.State
 	Since              time.Time
-	// Why is the record's first failure, the nearest it holds to a reason
-	// the release is held or failed; "" when there is none.
+	// Why is the record's first failure; "" when there is none.
 	Why string
+	// Held is why the Release Gate holds the release; "" when it does not.
+	Held string
+}
+
+// heldOf is the gate's reason for holding a release that does not serve
+// yet; a release that serves, or is done, is held by no gate now.
+func heldOf(r rr.Record) string {
+	if !pending(r) {
+		return ""
+	}
+	return r.Held
 }
 
 // serves says a record's release runs now: healthy, or degraded after it
@@ -104,7 +114,7 @@ func MatrixOf(recs []rr.Record) Matrix {
 }
 
 func cellOf(r rr.Record) *CellRelease {
-	c := &CellRelease{ReleaseID: r.ReleaseID, State: r.State, Since: r.StateAt, Why: r.LastError}
+	c := &CellRelease{ReleaseID: r.ReleaseID, State: r.State, Since: r.StateAt, Why: r.LastError, Held: heldOf(r)}
 	if id, err := rr.ParseReleaseID(r.ReleaseID); err == nil {
 		c.Version = id.Version()
 	}

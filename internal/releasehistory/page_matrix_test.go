@@ -33,6 +33,9 @@ func cellLine(c rh.Cell) string {
 	}
 	if c.InFlight != nil {
 		out += " → " + c.InFlight.Version + " " + string(c.InFlight.State)
+		if c.InFlight.Held != "" {
+			out += " held: " + c.InFlight.Held
+		}
 		if c.InFlight.Why != "" {
 			out += " (" + c.InFlight.Why + ")"
 		}
@@ -43,6 +46,10 @@ func cellLine(c rh.Cell) string {
 func TestMatrixOf(t *testing.T) {
 	failed := rec(t, "5", rr.StateSyncFailed, ago(20*time.Minute), ago(15*time.Minute))
 	failed.LastError = "kustomize build failed"
+	heldBack := rec(t, "5", rr.StateAborted, ago(20*time.Minute), ago(15*time.Minute))
+	heldBack.Held, heldBack.LastError = "analysis-failed", "ui rolled back: canary analysis failed"
+	servesHeldBefore := healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))
+	servesHeldBefore.Held = "stale-proof"
 	for _, tc := range []struct {
 		name string
 		recs []rr.Record // newest first
@@ -55,6 +62,10 @@ func TestMatrixOf(t *testing.T) {
 			healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))}, "docs: 3 healthy → 4 progressing"},
 		{"a newer one failed, with its reason", []rr.Record{failed,
 			healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))}, "docs: 3 healthy → 5 sync-failed (kustomize build failed)"},
+		{"a newer one the gate holds, with the gate's reason and its failure", []rr.Record{heldBack,
+			healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))},
+			"docs: 3 healthy → 5 aborted held: analysis-failed (ui rolled back: canary analysis failed)"},
+		{"a release that serves is held by no gate", []rr.Record{servesHeldBefore}, "docs: 3 healthy"},
 		{"an older pending one is overtaken by a newer superseded one", []rr.Record{
 			rec(t, "6", rr.StateClosed, ago(5*time.Minute), ago(time.Minute)), rec(t, "5", rr.StateMerged, ago(10*time.Minute), ago(10*time.Minute)),
 			healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))}, "docs: 3 healthy"},

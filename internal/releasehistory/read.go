@@ -255,5 +255,6 @@ func ViewOf(r rr.Record) View {
 // beside the service's own.
 var ReadVariables = []settings.Variable{
 	{Name: "READ_CACHE", Default: "5s", Meaning: "how long one read of the records answers the read API, /metrics and the page (Go duration)"},
+	{Name: "OBJECT_LINK", Default: settings.Unset, Meaning: "the address of a cluster object's page on the release page, {cluster}, {kind}, {namespace} and {name} filled; unset, objects are shown as kind/namespace/name and not linked"},
 	{Name: "KEEP_HEALTHY", Default: "5", Meaning: "the rollback window /v1/rollback-eligible answers from: the newest records per app, env and cluster that reached healthy"},
 }

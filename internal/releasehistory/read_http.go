@@ -22,8 +22,10 @@ type API struct {
 	Cache *Cache
 	// KeepHealthy is KEEP_HEALTHY: the rollback window.
 	KeepHealthy int
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// Out is what the page links out to.
+	Out    Out
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Releases is the answer of GET /v1/releases; releases.schema.json is its
