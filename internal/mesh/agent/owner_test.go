@@ -54,11 +54,12 @@ func TestTheAssignerCannotForgeAPut(t *testing.T) {
 	operator := open("", "")
 	n := &node{t: t, bus: operator, signer: keys.Signer, trust: keys.Trust, root: t.TempDir(), addr: addr, logs: &testenv.LogBuffer{}}
 	assigner := open(grants.Assigner, "")
-	own := open(grants.Agent, "n1")
-	n.start(func(a *agent.Agent) { a.Bus = own })
-
+	// The operator composes first: it makes composed-n1, which the agent's
+	// credential may only bind.
 	d1, _ := n.compose(n.signer, "f1", nil)
 	d2, _ := n.compose(n.signer, "f2", nil)
+	own := open(grants.Agent, "n1")
+	n.start(func(a *agent.Agent) { a.Bus = own })
 	key, _ := bus.WantKey("n1", "web")
 	if _, err := assigner.Wants.Put(ctx, key, bus.Encode(bus.Want{Fingerprint: "f2", Digest: d2, Owner: bus.OwnerRules, At: time.Now().UTC()})); err != nil {
 		t.Fatalf("the assigner writes a want: %v", err)
