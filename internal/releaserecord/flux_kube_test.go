@@ -11,6 +11,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gaterelease "github.com/JorisJonkers-dev/delivery/internal/release"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
@@ -28,11 +33,15 @@ type fluxWorld struct {
 	recv          *cdeventstest.Receiver
 	observer      *rr.Observer
 	logs          *testenv.LogBuffer
+	// recordNS is where the records are, and the gate's (GATE_NAMESPACE);
+	// gated, when set, is the revision the Canary's gate webhook carries.
+	recordNS, gated string
 }
 
 func newFluxWorld(t *testing.T) *fluxWorld {
 	cp, recordNS, cfg := grant(t)
-	w := &fluxWorld{t: t, cp: cp, fluxNS: cp.Namespace(t), appNS: cp.Namespace(t), recv: cdeventstest.Start(t), logs: &testenv.LogBuffer{}}
+	w := &fluxWorld{t: t, cp: cp, fluxNS: cp.Namespace(t), appNS: cp.Namespace(t), recv: cdeventstest.Start(t), logs: &testenv.LogBuffer{},
+		recordNS: recordNS}
 	var err error
 	if w.store, err = rr.NewKubeStore(cfg, recordNS); err != nil {
 		t.Fatal(err)
@@ -45,6 +54,10 @@ func newFluxWorld(t *testing.T) *fluxWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	holds, err := rr.NewGateRecords(cfg, recordNS)
+	if err != nil {
+		t.Fatal(err)
+	}
 	gate := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 		_, _ = rw.Write([]byte(`{"readAt":"2026-12-02T10:00:00Z","truncated":false,"applications":[]}`))
 	}))
@@ -53,7 +66,7 @@ func newFluxWorld(t *testing.T) *fluxWorld {
 	logger := slog.New(slog.NewJSONHandler(w.logs, nil))
 	svc := &rr.Service{Store: w.store, Sink: sink, Logger: logger}
 	w.observer = &rr.Observer{Service: svc, Logger: logger,
-		Source: &rr.Flux{Namespace: w.fluxNS, Cluster: "prod-eu", Env: "prod", Kube: kube, Gate: reporter.NewGateClient(gate.URL), Origins: origins, Logger: logger}}
+		Source: &rr.Flux{Namespace: w.fluxNS, Cluster: "prod-eu", Env: "prod", Kube: kube, Gate: reporter.NewGateClient(gate.URL), Origins: origins, Holds: holds, Logger: logger}}
 	return w
 }
 
@@ -97,6 +110,10 @@ func (w *fluxWorld) canary(phase, spec string, settled bool) {
 	if !settled {
 		promoted, primary = "spec-before", "img:before"
 	}
+	webhooks := ""
+	if w.gated != "" {
+		webhooks = `, webhooks: [{name: gate, url: "http://release-gate.example/checks", metadata: {application: docs, revision: "` + w.gated + `"}}]`
+	}
 	w.apply(`apiVersion: flagger.app/v1beta1
 kind: Canary
 metadata: {name: api, namespace: %[1]s}
@@ -104,7 +121,7 @@ spec:
   provider: kubernetes
   targetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
   service: {port: 8080}
-  analysis: {interval: 30s, iterations: 4, threshold: 3}
+  analysis: {interval: 30s, iterations: 4, threshold: 3%[7]s}
 status:
   phase: %[2]s
   lastAppliedSpec: %[3]s
@@ -124,7 +141,7 @@ metadata: {name: api-primary, namespace: %[1]s}
 spec:
   selector: {matchLabels: {app: api-primary}}
   template: {metadata: {labels: {app: api-primary}}, spec: {containers: [{name: app, image: "%[5]s"}]}}`,
-		w.appNS, phase, spec, promoted, primary, time.Now().UTC().Format(time.RFC3339))
+		w.appNS, phase, spec, promoted, primary, time.Now().UTC().Format(time.RFC3339), webhooks)
 }
 
 func (w *fluxWorld) pass() {
@@ -308,4 +325,51 @@ func TestFluxAStaleLookDoesNotSupersedeANewerRelease(t *testing.T) {
 		t.Fatalf("2.2.0: %+v", b)
 	}
 	w.expect(idB, rr.StateMerged)
+}
+
+// TestAHeldReleaseOnTheFluxPath: the gate's record pins the revision the
+// Canary carries; Flagger failing it after the gate first saw it is the
+// release held as analysis-failed on its record, and a retry ends the hold.
+func TestAHeldReleaseOnTheFluxPath(t *testing.T) {
+	w := newFluxWorld(t)
+	w.gated = "sha256:" + strings.Repeat("a", 64)
+	gateRecord := func(rec gaterelease.Record) {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.recordNS, Name: gaterelease.RecordConfigMap(w.appNS, "docs")},
+			Data: gaterelease.EncodeRecord(rec)}
+		kube := w.cp.Kube.CoreV1().ConfigMaps(w.recordNS)
+		if _, err := kube.Update(context.Background(), cm, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+			_, err = kube.Create(context.Background(), cm, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := time.Now().Add(-time.Minute).UTC()
+	gateRecord(gaterelease.Record{Namespace: w.appNS, Application: "docs", Pinned: w.gated, Since: &since})
+	w.unit("2.1.0", pin1, pin1, "Unknown", "Progressing")
+	w.canary("Progressing", "spec-2", false)
+	w.pass()
+	w.expect(idA, rr.StateProgressing, deploying)
+	if r := w.record(idA); r.Held != "" || r.Objects != "Canary/"+w.appNS+"/api,Kustomization/"+w.fluxNS+"/project-docs" {
+		t.Fatalf("held %q, objects %q", r.Held, r.Objects)
+	}
+	w.canary("Failed", "spec-2", false)
+	w.pass()
+	w.expect(idA, rr.StateAborted, deploying, failedEv)
+	if r := w.record(idA); r.Held != "analysis-failed" {
+		t.Fatalf("held %q\n%s", r.Held, w.logs)
+	}
+	w.pass() // the same word again: nothing
+	w.expect(idA, rr.StateAborted, deploying, failedEv)
+	// Flagger tries the release again: the gate no longer counts a failure
+	// of it, so the hold ends.
+	w.canary("Progressing", "spec-2", false)
+	w.pass()
+	w.expect(idA, rr.StateProgressing, deploying, failedEv)
+	if r := w.record(idA); r.Held != "" {
+		t.Fatalf("still held %q", r.Held)
+	}
 }
