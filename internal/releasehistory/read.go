@@ -215,7 +215,10 @@ type View struct {
 	// service's (releaserecord.Newer).
 	SyncStartedAt    *time.Time `json:"syncStartedAt"`
 	ObjectGeneration string     `json:"objectGeneration"`
-	Outcome          Outcome    `json:"outcome"`
+	// Held is why the gate holds the release; Objects what it moved.
+	Held    string  `json:"held"`
+	Objects string  `json:"objects"`
+	Outcome Outcome `json:"outcome"`
 	// LeadTimeSeconds is merged to healthy; null when never healthy.
 	LeadTimeSeconds *float64 `json:"leadTimeSeconds"`
 }
@@ -243,7 +246,7 @@ func ViewOf(r rr.Record) View {
 		LastFactPhase: r.LastFactPhase, PodHash: r.PodHash, Drift: r.Drift, LastError: r.LastError,
 		EmittedLive: orEmpty(r.EmittedLive), EmittedShadow: orEmpty(r.EmittedShadow), SupersededBy: r.SupersededBy,
 		HealthyAt: timeOrNull(r.HealthyAt), RolledBackBy: r.RolledBackBy, SyncStartedAt: timeOrNull(r.SyncStartedAt),
-		ObjectGeneration: r.ObjectGeneration, Outcome: OutcomeOf(r)}
+		ObjectGeneration: r.ObjectGeneration, Held: r.Held, Objects: r.Objects, Outcome: OutcomeOf(r)}
 	if d, ok := LeadTime(r); ok {
 		s := d.Seconds()
 		v.LeadTimeSeconds = &s
