@@ -3,6 +3,7 @@ package releasehistory_test
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +141,26 @@ func TestPageLinksOut(t *testing.T) {
 	if strings.Contains(body, "stale-proof") || strings.Contains(body, "secret") || strings.Contains(body, "<b>") {
 		t.Errorf("a hold of a release that serves, the sink's key or markup shown: %s", body)
 	}
+}
+
+// FuzzObjectURL holds an object's link to its template whatever the
+// object's names: an http(s) address of the template's host, the names
+// each kept in their own path segment, or no link at all.
+func FuzzObjectURL(f *testing.F) {
+	for _, seed := range [][3]string{{"Canary", "docs", "api"}, {"Kind", "a/../b", "x?y=1#z"}, {"", "", ""}, {"K", "%2F", "\x00<b>"}} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, kind, namespace, name string) {
+		got := rh.ObjectURL(headlamp, "prod-eu", kind, namespace, name)
+		if got == "" {
+			return
+		}
+		u, err := url.Parse(got)
+		if err != nil || u.Scheme != "https" || u.Host != "headlamp.example" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			t.Fatalf("%q: %v", got, err)
+		}
+		if segments := strings.Split(u.EscapedPath(), "/"); len(segments) != 6 {
+			t.Fatalf("%q has %d segments", got, len(segments))
+		}
+	})
 }
