@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/JorisJonkers-dev/delivery/internal/release"
+	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -85,9 +87,10 @@ func TestRecordKeepersWriteOnlyTheirOwn(t *testing.T) {
 		_ = admission.ValidatingAdmissionPolicyBindings().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 
-	gateRecord, recordRecord := ns+".auth-release-record", "release-"+strings.Repeat("0f", 16)
-	gateLabels := map[string]string{"app.kubernetes.io/managed-by": "release-gate"}
-	recordLabels := map[string]string{"app.kubernetes.io/managed-by": "release-record"}
+	// The names and labels the services write their records under.
+	gateRecord, recordRecord := release.RecordConfigMap(ns, "auth"), rr.RecordName("docs@2.1.0:prod-eu/prod")
+	gateLabels := map[string]string{release.LabelManagedBy: "release-gate"}
+	recordLabels := rr.Record{App: "docs", Env: "prod", Cluster: "prod-eu"}.Labels()
 	configMap := func(name string, labels map[string]string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Data: map[string]string{"k": "v"}}
 	}
