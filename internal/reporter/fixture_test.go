@@ -159,8 +159,14 @@ type unit struct {
 	applied, attempted     string
 	ready, reason, message string
 	// sourceReady, when set, is the OCIRepository's Ready status about its
-	// spec, with sourceReason and sourceMessage.
+	// spec, with sourceReason and sourceMessage, written as source-controller
+	// writes a failed fetch: the condition stamped with the generation it
+	// speaks of, status.observedGeneration left where the last successful
+	// one put it (none here).
 	sourceReady, sourceReason, sourceMessage string
+	// sourceEarlier stamps that condition with an earlier generation: it
+	// speaks of a spec before the pin.
+	sourceEarlier bool
 	canaries                                 []string
 	noAnnotations                            bool
 }
@@ -188,12 +194,15 @@ func (w *world) unitYAML(u unit) string {
 	}
 	sourceStatus := ""
 	if u.sourceReady != "" {
+		generation := 1
+		if u.sourceEarlier {
+			generation = 0
+		}
 		sourceStatus = fmt.Sprintf(`
 status:
-  observedGeneration: 1
   conditions:
-    - {type: Ready, status: %q, reason: %s, message: %q, lastTransitionTime: "2026-11-30T10:00:00Z"}`,
-			u.sourceReady, u.sourceReason, u.sourceMessage)
+    - {type: Ready, status: %q, reason: %s, message: %q, observedGeneration: %d, lastTransitionTime: "2026-11-30T10:00:00Z"}`,
+			u.sourceReady, u.sourceReason, u.sourceMessage, generation)
 	}
 	var entries []string
 	for _, c := range u.canaries {

@@ -153,8 +153,8 @@ type Source struct {
 	// Pin is spec.ref.digest.
 	Pin string
 	// Ready is its Ready condition once the source controller has seen the
-	// spec that pins Pin (status.observedGeneration is the object's
-	// generation); before that it speaks of an earlier spec, so it is empty.
+	// spec that pins Pin; before that it speaks of an earlier spec, so it is
+	// empty.
 	Ready Condition
 }
 
@@ -171,7 +171,12 @@ func (k *Kube) Source(ctx context.Context, namespace, name string) (Source, erro
 		return Source{}, fmt.Errorf("the OCIRepository %s/%s is not pinned to a digest (spec.ref.digest): %w", namespace, name, ErrNotFound)
 	}
 	src := Source{Pin: repo.Spec.Reference.Digest}
-	if repo.Status.ObservedGeneration == repo.Generation {
+	// source-controller moves status.observedGeneration only past a
+	// generation it fetched (or gave up on for good): a failed pull, a
+	// registry's 500, leaves it on the spec before, while the Ready
+	// condition saying why is stamped with the generation it speaks of.
+	ready := apimeta.FindStatusCondition(repo.Status.Conditions, "Ready")
+	if repo.Status.ObservedGeneration == repo.Generation || (ready != nil && ready.ObservedGeneration == repo.Generation) {
 		src.Ready = readyOf(repo.Status.Conditions)
 	}
 	return src, nil

@@ -304,6 +304,25 @@ func TestAPinTheSourceCannotFetchFails(t *testing.T) {
 	expect(t, w, id, 1, StateFailure, "Flux could not apply auth 1.4.0: OCIArtifactPullFailed: failed to pull artifact: manifest unknown")
 }
 
+// A source's Ready condition about a spec before the pin says nothing of
+// the pin: nothing is written.
+func TestASourceConditionAboutAnEarlierSpecWritesNothing(t *testing.T) {
+	w := newWorld(t)
+	r := w.reporter()
+	id := w.deployment(repo, "auth", "1.4.0")
+	u := authUnit(w)
+	u.applied, u.attempted = "latest@"+oldPin, "latest@"+oldPin
+	u.sourceReady, u.sourceReason, u.sourceMessage = "False", "OCIArtifactPullFailed", "failed to pull artifact: manifest unknown"
+	u.sourceEarlier = true
+	w.applyUnit(u)
+	w.pass(r)
+	for _, st := range w.fake.Statuses(repo, id) {
+		if st.State == StateFailure {
+			t.Fatalf("a failure from a condition about an earlier spec: %+v", st)
+		}
+	}
+}
+
 // A unit GitHub refuses for what it is (its repository archived, so
 // read-only) is skipped and logged once; the pass still succeeds for the
 // rest, so the Reporter stays fresh and is not restarted for it.
