@@ -167,8 +167,8 @@ type unit struct {
 	// sourceEarlier stamps that condition with an earlier generation: it
 	// speaks of a spec before the pin.
 	sourceEarlier bool
-	canaries                                 []string
-	noAnnotations                            bool
+	canaries      []string
+	noAnnotations bool
 }
 
 func (w *world) applyUnit(u unit) {
