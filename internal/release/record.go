@@ -46,6 +46,22 @@ type Record struct {
 	// serves, so no later migration starts under a proof against Serving
 	// until the operator clears it.
 	Migrated string `json:"migrated,omitempty"`
+	// Held is why the gate holds Pinned, as the last round that decided
+	// about it said; nil when it does not. The gate's log and metrics said
+	// it alone before, so the release record, which reads this record, had
+	// to guess it: a record written before it existed holds none.
+	Held *HeldRecord `json:"held,omitempty"`
+}
+
+// HeldRecord is a hold in the decision's own words.
+type HeldRecord struct {
+	// Reason names the hold: stale-proof, migration-failed or
+	// analysis-failed.
+	Reason string `json:"reason"`
+	// Cause says what holds it, in words.
+	Cause string `json:"cause"`
+	// Since is when the gate first saw the revision it holds.
+	Since time.Time `json:"since"`
 }
 
 // WarmupRecord is what warmup met for one revision. A revision is warmed
@@ -110,6 +126,18 @@ func DecodeRecord(namespace, application string, data map[string]string) (Record
 	}
 	if r.Warmup != nil && !revisionPattern.MatchString(r.Warmup.Revision) {
 		return Record{}, fmt.Errorf("record %s: warmup revision %q is not a revision", name, Clip(r.Warmup.Revision))
+	}
+	if h := r.Held; h != nil {
+		// The gate holds only a revision it pinned, and names its reason as
+		// a word its log and metrics can carry as a label value.
+		switch {
+		case r.Pinned == "":
+			return Record{}, fmt.Errorf("record %s: a hold without a pinned revision", name)
+		case !dnsLabel.MatchString(h.Reason):
+			return Record{}, fmt.Errorf("record %s: hold reason %q is not a reason", name, Clip(h.Reason))
+		case h.Since.IsZero():
+			return Record{}, fmt.Errorf("record %s: a hold without its time", name)
+		}
 	}
 	return r, nil
 }

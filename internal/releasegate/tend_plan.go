@@ -337,6 +337,9 @@ func tend(v ApplicationView) Plan {
 	}
 	next := rec
 	next.Primaries = maps.Clone(rec.Primaries)
+	// The hold on record is this round's decision, not a memory: a release
+	// that serves, is superseded or is no longer held loses it below.
+	next.Held = nil
 	// A member without a Canary leaves the round nothing to read its
 	// release off: reported, so that a release held or a migration left
 	// applied never goes quiet because a Canary went away.
@@ -398,6 +401,7 @@ func tend(v ApplicationView) Plan {
 		return p
 	}
 	decideRelease(&p, v, next, mig)
+	p.Record.Held = heldRecord(p.Held)
 	if p.NotUndone == nil {
 		p.NotUndone = superseded(p.Record)
 	}
@@ -406,6 +410,15 @@ func tend(v ApplicationView) Plan {
 	// written.
 	p.Write = !release.SameRecord(rec, p.Record)
 	return p
+}
+
+// heldRecord is a hold as the record keeps it, so that what reads the record
+// (the release record) reads the gate's reason rather than guess it.
+func heldRecord(h *Held) *release.HeldRecord {
+	if h == nil {
+		return nil
+	}
+	return &release.HeldRecord{Reason: h.Reason, Cause: h.Cause, Since: h.Since}
 }
 
 // superseded reports a migration left applied by a release that is no

@@ -286,6 +286,75 @@ func TestTendHeldReasons(t *testing.T) {
 	}
 }
 
+// The round writes its hold into the record, so the release record reads the
+// reason rather than guess it: set when a release is first held, kept (and
+// not written again) while it stays held for the same cause, and cleared once
+// it is not held.
+func TestTendRecordsItsHold(t *testing.T) {
+	since := t0.Add(-time.Hour)
+	holding := func(reason, cause string) func(v *ApplicationView) {
+		return func(v *ApplicationView) {
+			v.Record.Held = &release.HeldRecord{Reason: reason, Cause: cause, Since: since}
+		}
+	}
+	stale := func(v *ApplicationView) { v.Record.Serving = otherRev }
+	staleCause := "proven against " + release.RevisionTag(prevRev) + ", but " + release.RevisionTag(otherRev) + " serves"
+	failedCause := "Flagger failed auth-api"
+	cases := []struct {
+		name          string
+		view          ApplicationView
+		reason, cause string
+		write         bool
+	}{
+		{"first held: set", scene(stale), HeldStaleProof, staleCause, true},
+		{"held for the same cause: kept, not written", scene(stale, holding(HeldStaleProof, staleCause)), HeldStaleProof, staleCause, false},
+		{"held for another reason: rewritten",
+			scene(holding(HeldStaleProof, staleCause), func(v *ApplicationView) { v.Jobs[0] = mjob(upJob, false, false, true) }),
+			HeldMigrationFailed, "Job " + upJob + " failed", true},
+		{"Flagger failed it: set", scene(migrated, failedAt(t0)), HeldAnalysisFailed, failedCause, true},
+		{"its migration undone: still held, as the plan says", scene(migrated, failedAt(t0), holding(HeldAnalysisFailed, failedCause),
+			func(v *ApplicationView) { v.Jobs[1] = mjob(downJob, false, true, false) }), HeldAnalysisFailed, failedCause, true},
+		{"the proof holds again: cleared", scene(holding(HeldStaleProof, staleCause)), "", "", true},
+		{"it serves: cleared", scene(promoted, migrated, holding(HeldStaleProof, staleCause)), "", "", true},
+		{"superseded by another revision: cleared", scene(migrated, holding(HeldAnalysisFailed, failedCause), func(v *ApplicationView) {
+			for i := range v.Members {
+				v.Members[i].Canary.Webhooks = hooks("auth", otherRev)
+			}
+		}), "", "", true},
+		{"a render being applied: no release decided, none held", scene(holding(HeldAnalysisFailed, failedCause), func(v *ApplicationView) {
+			v.Members[0].Canary.Webhooks = hooks("auth", otherRev)
+		}), "", "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Tend(c.view)
+			if p.Unanswerable != "" {
+				t.Fatalf("unanswerable: %s", p.Unanswerable)
+			}
+			if p.Write != c.write {
+				t.Fatalf("write %v, want %v (%+v)", p.Write, c.write, p.Record)
+			}
+			got := p.Record.Held
+			if c.reason == "" {
+				if got != nil || p.Held != nil {
+					t.Fatalf("held on record %+v, in the plan %+v; want neither", got, p.Held)
+				}
+				return
+			}
+			if got == nil || got.Reason != c.reason || got.Cause != c.cause || !got.Since.Equal(since) {
+				t.Fatalf("held on record %+v, want %s: %s since %s", got, c.reason, c.cause, since)
+			}
+			// The record says what the plan logs and reports, in its words.
+			if p.Held == nil || got.Reason != p.Held.Reason || got.Cause != p.Held.Cause || !got.Since.Equal(p.Held.Since) {
+				t.Fatalf("record %+v, plan %+v", got, p.Held)
+			}
+			if _, err := release.DecodeRecord("auth-system", "auth", release.EncodeRecord(p.Record)); err != nil {
+				t.Fatalf("the record written does not read: %v", err)
+			}
+		})
+	}
+}
+
 // A release Flagger failed before its migration ran starts no migration and
 // undoes none.
 func TestTendStartsNoMigrationForAFailedRelease(t *testing.T) {
@@ -488,6 +557,8 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 		{"once undone, later rounds write nothing",
 			scene(failedAt(t0), func(v *ApplicationView) {
 				v.Jobs = []MigrationJob{mjob(upJob, false, true, false), mjob(downJob, false, true, false)}
+				// The hold as the earlier round recorded it.
+				v.Record.Held = &release.HeldRecord{Reason: HeldAnalysisFailed, Cause: "Flagger failed auth-api", Since: *v.Record.Since}
 			}), "", false, false, HeldAnalysisFailed},
 	}
 	for _, c := range cases {

@@ -50,6 +50,12 @@ func TestMatrixOf(t *testing.T) {
 	heldBack.Held, heldBack.LastError = "analysis-failed", "ui rolled back: canary analysis failed"
 	servesHeldBefore := healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))
 	servesHeldBefore.Held = "stale-proof"
+	// The gate's other reasons, which it records for the release record to
+	// read, show as its first does.
+	staleProof := rec(t, "5", rr.StateProgressing, ago(20*time.Minute), ago(15*time.Minute))
+	staleProof.Held = "stale-proof"
+	migrationFailed := rec(t, "5", rr.StateProgressing, ago(20*time.Minute), ago(15*time.Minute))
+	migrationFailed.Held = "migration-failed"
 	for _, tc := range []struct {
 		name string
 		recs []rr.Record // newest first
@@ -66,6 +72,10 @@ func TestMatrixOf(t *testing.T) {
 			healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))},
 			"docs: 3 healthy → 5 aborted held: analysis-failed (ui rolled back: canary analysis failed)"},
 		{"a release that serves is held by no gate", []rr.Record{servesHeldBefore}, "docs: 3 healthy"},
+		{"held for a stale proof", []rr.Record{staleProof, healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))},
+			"docs: 3 healthy → 5 progressing held: stale-proof"},
+		{"held for a failed migration", []rr.Record{migrationFailed, healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))},
+			"docs: 3 healthy → 5 progressing held: migration-failed"},
 		{"an older pending one is overtaken by a newer superseded one", []rr.Record{
 			rec(t, "6", rr.StateClosed, ago(5*time.Minute), ago(time.Minute)), rec(t, "5", rr.StateMerged, ago(10*time.Minute), ago(10*time.Minute)),
 			healthy(rec(t, "3", rr.StateHealthy, ago(2*time.Hour), ago(time.Hour)), ago(time.Hour))}, "docs: 3 healthy"},

@@ -24,8 +24,9 @@ const HeldAnalysisFailed = "analysis-failed"
 // GateRecords reads the Release Gate's word from its own record of each
 // Application: the ConfigMap <namespace>.<application>-release-record in
 // the gate's namespace, which names the revision applied but not serving
-// yet (pinned) and when the gate first saw it (since). The record keeps no
-// reason: what it says with the Canaries is decided by HeldOf.
+// yet (pinned), when the gate first saw it (since) and, from a gate that
+// records it, why it holds it (held). What it says with the Canaries is
+// decided by HeldOf.
 type GateRecords struct {
 	// Namespace is the gate's, where it keeps its records.
 	Namespace string
@@ -99,15 +100,30 @@ func ApplicationOf(members []reporter.Member) (Application, bool) {
 
 // HeldOf is the reason the gate holds the release its members carry, from
 // its record (nil: none): "" when it does not hold it for a reason the
-// record and the Canaries show. The gate holds a release it has pinned
-// (applied, not serving) as analysis-failed when Flagger failed a member
-// carrying it at or after the second the gate first saw it (the gate's own
-// rule, releasegate.FailedSince: an earlier failure is the release
-// before's). Its other reasons, stale-proof and migration-failed, rest on
-// its inputs and Jobs, which its record does not carry: they are not said.
+// record and the Canaries show. The gate holds only a release it has pinned
+// (applied, not serving) and writes its reason into the record (stale-proof,
+// migration-failed or analysis-failed): that word is said while every
+// member's Canary carries the pinned revision, as the gate decides only
+// then; once they carry another, the hold is the release before's.
+//
+// A gate older than the recorded hold wrote none, so for a record without
+// one the reason is inferred as before: analysis-failed when Flagger failed
+// a member carrying the pinned revision at or after the second the gate
+// first saw it (the gate's own rule, releasegate.FailedSince: an earlier
+// failure is the release before's). A newer gate's record without a hold
+// reads the same way: the rule is the one the gate holds by, so it says no
+// more than the gate's next round decides and writes. The older
+// gate's other reasons rest on its inputs and Jobs, which its record does
+// not carry: they are not said.
 func HeldOf(rec *release.Record, members []reporter.Member) string {
 	if rec == nil || rec.Pinned == "" || rec.Since == nil {
 		return ""
+	}
+	if rec.Held != nil {
+		if !allCarry(members, rec.Pinned) {
+			return ""
+		}
+		return rec.Held.Reason
 	}
 	for _, m := range members {
 		if !m.State.HasCanary || m.State.Canary.Phase != release.PhaseFailed {
@@ -121,4 +137,17 @@ func HeldOf(rec *release.Record, members []reporter.Member) string {
 		}
 	}
 	return ""
+}
+
+// allCarry reports whether every member's Canary carries revision.
+func allCarry(members []reporter.Member, revision string) bool {
+	for _, m := range members {
+		if !m.State.HasCanary {
+			return false
+		}
+		if _, rev, err := release.CanaryRelease(m.State.Canary); err != nil || rev != revision {
+			return false
+		}
+	}
+	return len(members) > 0
 }

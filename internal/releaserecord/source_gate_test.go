@@ -80,6 +80,45 @@ func TestHeldOf(t *testing.T) {
 	}
 }
 
+// TestHeldOfRecorded: a gate that records its hold is taken at its word,
+// every one of its reasons, for the release it pinned alone.
+func TestHeldOfRecorded(t *testing.T) {
+	since := t0.Add(500 * time.Millisecond)
+	holding := func(rev, reason string) *gaterelease.Record {
+		r := pinned(rev, since)
+		r.Held = &gaterelease.HeldRecord{Reason: reason, Cause: "what holds it", Since: since}
+		return r
+	}
+	analysing := []reporter.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0), carrying("ui", revA, gaterelease.PhaseSucceeded, t0)}
+	for _, tc := range []struct {
+		name    string
+		rec     *gaterelease.Record
+		members []reporter.Member
+		want    string
+	}{
+		{name: "stale-proof, which no Canary shows", rec: holding(revA, releasegate.HeldStaleProof), members: analysing, want: "stale-proof"},
+		{name: "migration-failed, which no Canary shows", rec: holding(revA, releasegate.HeldMigrationFailed), members: analysing, want: "migration-failed"},
+		{name: "analysis-failed", rec: holding(revA, releasegate.HeldAnalysisFailed),
+			members: []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
+		{name: "the recorded word over the inference: a failed member, held for its migration", rec: holding(revA, releasegate.HeldMigrationFailed),
+			members: []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "migration-failed"},
+		{name: "Canaries carrying another revision: the release before's hold", rec: holding(revA, releasegate.HeldStaleProof),
+			members: []reporter.Member{carrying("api", revB, gaterelease.PhaseProgressing, t0)}},
+		{name: "Canaries disagreeing: a render being applied, no word", rec: holding(revA, releasegate.HeldStaleProof),
+			members: []reporter.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0), carrying("ui", revB, gaterelease.PhaseProgressing, t0)}},
+		{name: "no member", rec: holding(revA, releasegate.HeldStaleProof)},
+		{name: "an older gate's record, no hold: inferred as before", rec: pinned(revA, since),
+			members: []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
+		{name: "an older gate's record, no hold, nothing failed: not held", rec: pinned(revA, since), members: analysing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rr.HeldOf(tc.rec, tc.members); got != tc.want {
+				t.Errorf("HeldOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestApplicationOf(t *testing.T) {
 	noCanary := carrying("ui", revA, gaterelease.PhaseProgressing, t0)
 	noCanary.State.HasCanary = false
@@ -161,6 +200,15 @@ func TestGateRecordsUnderTheGrant(t *testing.T) {
 	write(gaterelease.EncodeRecord(*pinned(revA, t0)))
 	if reason, known, err := gate.Held(ctx, failedAfter); err != nil || !known || reason != "analysis-failed" {
 		t.Fatalf("pinned, failed after: %q %v %v", reason, known, err)
+	}
+	// A gate that records its hold is read at its word, a reason no Canary
+	// shows included.
+	recorded := *pinned(revA, t0)
+	recorded.Held = &gaterelease.HeldRecord{Reason: "stale-proof", Cause: "the migration of an earlier release was left applied", Since: t0}
+	write(gaterelease.EncodeRecord(recorded))
+	analysing := []reporter.Member{carrying("ui", revA, gaterelease.PhaseProgressing, t0.Add(time.Minute))}
+	if reason, known, err := gate.Held(ctx, analysing); err != nil || !known || reason != "stale-proof" {
+		t.Fatalf("a recorded hold: %q %v %v", reason, known, err)
 	}
 	write(map[string]string{gaterelease.RecordKey: `{"namespace":"docs","application":"other"}`})
 	if reason, known, err := gate.Held(ctx, failedAfter); err != nil || known {
