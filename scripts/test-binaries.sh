@@ -179,22 +179,36 @@ node() {
 	echo "$out"
 }
 
-# controller builds one Flux controller from a wrapper holding its own go.mod
-# and go.sum: its replace of ./api is dropped so the published api module of
-# the same version serves, its other replaces kept. The file keeps the
-# controller's name, which client-go sends as the user agent.
-controller() {
-	local folder=$1 name=$2 version=$3
-	[ -x "$folder/$name" ] && return 0
-	local w dir module="github.com/fluxcd/$name"
+# controllers builds Flux's three controllers from one wrapper module:
+# kustomize-controller's go.mod (whose replace directives include the other
+# two's) with source- and notification-controller required beside it, so
+# the packages the three share (controller-runtime, client-go, Flux's own)
+# compile once for all of them rather than once each. Each replace of
+# ./api is dropped so the published api modules serve. The files keep the
+# controllers' names, which client-go sends as the user agent.
+controllers() {
+	local folder=$1 name missing=()
+	for name in source-controller kustomize-controller notification-controller; do
+		[ -x "$folder/$name" ] || missing+=("$name")
+	done
+	[ "${#missing[@]}" -gt 0 ] || return 0
+	local w dir module requires=()
 	w=$(wrapper)
-	dir=$(retry go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	cp "$dir/go.mod" "$dir/go.sum" "$w/"
+	: >"$w/go.sum"
+	for module in "source-controller@$SOURCE_CONTROLLER_VERSION" "notification-controller@$NOTIFICATION_CONTROLLER_VERSION" "kustomize-controller@$KUSTOMIZE_CONTROLLER_VERSION"; do
+		dir=$(retry go mod download -json "github.com/fluxcd/$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		cat "$dir/go.sum" >>"$w/go.sum"
+		requires+=(-require="github.com/fluxcd/$module")
+	done
+	# The last read, kustomize-controller's, is the wrapper's go.mod.
+	cp "$dir/go.mod" "$w/go.mod"
 	chmod u+w "$w/go.mod" "$w/go.sum"
 	sed -i -e 's#^module .*#module wrapper#' -e '/=> \.\/api/d' "$w/go.mod"
-	(cd "$w" && go mod edit -require="$module@$version")
-	build "$name $version" bash -c "cd '$w' && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags='-s -w' -o '$folder/$name.tmp' '$module'"
-	mv "$folder/$name.tmp" "$folder/$name"
+	(cd "$w" && sort -u -o go.sum go.sum && go mod edit "${requires[@]}")
+	for name in "${missing[@]}"; do
+		build "$name" bash -c "cd '$w' && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags='-s -w' -o '$folder/$name.tmp' 'github.com/fluxcd/$name'"
+		mv "$folder/$name.tmp" "$folder/$name"
+	done
 	rm -rf "$w"
 }
 
@@ -205,9 +219,7 @@ controller() {
 flux() {
 	local out="$CACHE/flux-$FLUX_VERSION"
 	mkdir -p "$out"
-	controller "$out" source-controller "$SOURCE_CONTROLLER_VERSION"
-	controller "$out" kustomize-controller "$KUSTOMIZE_CONTROLLER_VERSION"
-	controller "$out" notification-controller "$NOTIFICATION_CONTROLLER_VERSION"
+	controllers "$out"
 	if [ ! -x "$out/flux" ]; then
 		local dir w
 		dir=$(retry go mod download -json "github.com/fluxcd/flux2/v2@$FLUX_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
@@ -293,9 +305,9 @@ missing() {
 	[ -x "$dir/flagger" ] || { plan+=("flagger $FLAGGER_VERSION (about 3 min)"); minutes=$((minutes + 3)); }
 	{ [ -x "$dir/kubelet" ] && [ -x "$dir/kube-proxy" ]; } || { plan+=("kubelet and kube-proxy $KUBE_VERSION (about 4 min once kube-apiserver built)"); minutes=$((minutes + 4)); }
 	local flux="$CACHE/flux-$FLUX_VERSION"
-	[ -x "$flux/source-controller" ] || { plan+=("source-controller $SOURCE_CONTROLLER_VERSION (about 9 min)"); minutes=$((minutes + 9)); }
-	[ -x "$flux/kustomize-controller" ] || { plan+=("kustomize-controller $KUSTOMIZE_CONTROLLER_VERSION (about 4 min after source-controller)"); minutes=$((minutes + 4)); }
-	[ -x "$flux/notification-controller" ] || { plan+=("notification-controller $NOTIFICATION_CONTROLLER_VERSION (about 4 min after those)"); minutes=$((minutes + 4)); }
+	[ -x "$flux/source-controller" ] || { plan+=("source-controller $SOURCE_CONTROLLER_VERSION (about 7 min)"); minutes=$((minutes + 7)); }
+	[ -x "$flux/kustomize-controller" ] || { plan+=("kustomize-controller $KUSTOMIZE_CONTROLLER_VERSION (about 1 min after source-controller: one wrapper serves the three)"); minutes=$((minutes + 1)); }
+	[ -x "$flux/notification-controller" ] || { plan+=("notification-controller $NOTIFICATION_CONTROLLER_VERSION (about 1 min after those)"); minutes=$((minutes + 1)); }
 	[ -x "$flux/flux" ] || { plan+=("flux CLI $FLUX_VERSION (about 2 min after those)"); minutes=$((minutes + 2)); }
 	[ "${#plan[@]}" -gt 0 ] || return 0
 	say "cold setup: nothing cached in $CACHE for:"
