@@ -71,7 +71,8 @@ var sharedNode struct {
 func SharedNode(t testing.TB, opts NodeOptions) *Node {
 	t.Helper()
 	sharedNode.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+		// The lock's own 30 minutes for another run's node, then the start.
+		ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 		defer cancel()
 		sharedNode.n, sharedNode.err = StartNode(ctx, opts)
 	})
@@ -81,13 +82,20 @@ func SharedNode(t testing.TB, opts NodeOptions) *Node {
 	return sharedNode.n
 }
 
-// StartNode starts a Node; Close stops it. A start that fails stops what it
-// started and says what each process logged.
-func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
-	say := opts.Say
-	if say == nil {
-		say = func(string) {}
+// CanRunNode says why this machine cannot run the node, or nil when it can:
+// it runs as root, with the kube components built and Debian's containerd,
+// runc, iptables and CNI plugins installed.
+func CanRunNode() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the node runs containers and owns network rules, which takes root")
 	}
+	_, err := nodeBinaries()
+	return err
+}
+
+// nodeBinaries finds the kube components the node runs, and checks the
+// host tools it needs are there.
+func nodeBinaries() (map[string]string, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -108,7 +116,21 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
 		return nil, errors.New("no CNI bridge plugin in /usr/lib/cni: scripts/test-deps.sh installs containernetworking-plugins")
 	}
-	lock, err := nodeLock(ctx, 20*time.Minute, say)
+	return bins, nil
+}
+
+// StartNode starts a Node; Close stops it. A start that fails stops what it
+// started and says what each process logged.
+func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
+	say := opts.Say
+	if say == nil {
+		say = func(string) {}
+	}
+	bins, err := nodeBinaries()
+	if err != nil {
+		return nil, err
+	}
+	lock, err := nodeLock(ctx, 30*time.Minute, say)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +241,10 @@ func (n *Node) waitReady(ctx context.Context) error {
 		}
 	}
 }
+
+// OnClose has f run when the node stops: a server its pods reach that the
+// tests of a package share.
+func (n *Node) OnClose(f func()) { n.closers = append(n.closers, f) }
 
 // Close stops the node and everything it started, and puts this machine
 // back as it was.

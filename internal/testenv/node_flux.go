@@ -56,10 +56,11 @@ type Flux struct {
 	// Registry is the registry's host:port, as an OCIRepository's URL names
 	// it (oci://<Registry>/<repository>).
 	Registry string
-	// RegistryFails makes every registry request answer 500 while set.
-	RegistryFails atomic.Bool
-	cli           string
-	srv           *http.Server
+	// failing is the repository whose every request the registry answers
+	// with 500, nil for none.
+	failing atomic.Pointer[string]
+	cli     string
+	srv     *http.Server
 }
 
 // StartFlux installs Flux's CRDs and controllers on the node, serves the
@@ -228,7 +229,7 @@ func (f *Flux) serveRegistry() error {
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	f.Registry = ln.Addr().String()
 	f.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f.RegistryFails.Load() {
+		if repo := f.failing.Load(); repo != nil && strings.HasPrefix(r.URL.Path, "/v2/"+*repo+"/") {
 			http.Error(w, "the registry fails, as the test asked", http.StatusInternalServerError)
 			return
 		}
@@ -238,6 +239,14 @@ func (f *Flux) serveRegistry() error {
 	f.node.closers = append(f.node.closers, func() { _ = f.srv.Close() })
 	return nil
 }
+
+// FailRepository makes the registry answer 500 to every request for
+// repository until Heal, leaving the others served: a test may fail one
+// Project's pulls while another's releases go on.
+func (f *Flux) FailRepository(repository string) { f.failing.Store(&repository) }
+
+// Heal serves every repository again.
+func (f *Flux) Heal() { f.failing.Store(nil) }
 
 // Artifact is one release as Flux's artifact: what the flux CLI pushed.
 type Artifact struct {

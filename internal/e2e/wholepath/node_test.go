@@ -23,7 +23,7 @@ import (
 // and it ends at this machine.
 func TestTheNodeRunsPodsOnItsOwnNetwork(t *testing.T) {
 	e := theEstate(t)
-	n := e.n
+	n := e.Node
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns := n.Namespace(t)

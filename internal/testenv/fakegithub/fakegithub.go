@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -74,9 +75,21 @@ func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = n
 // stops when the test ends.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	s, err := Start("127.0.0.1:0", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a fake GitHub listening on addr, as New does, for a caller
+// that outlives one test (a package's shared estate, whose pods reach it on
+// the node's bridge); Close stops it.
+func Start(addr string, opts ...Option) (*Server, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatalf("generate the App's key: %v", err)
+		return nil, fmt.Errorf("generate the App's key: %w", err)
 	}
 	s := &Server{
 		AppID:          DefaultAppID,
@@ -91,10 +104,19 @@ func New(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.srv = httptest.NewServer(s.handler())
-	t.Cleanup(s.srv.Close)
-	return s
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the fake GitHub: %w", err)
+	}
+	s.srv = httptest.NewUnstartedServer(s.handler())
+	_ = s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
+	return s, nil
 }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
 
 // URL is the API root, as api.github.com would be.
 func (s *Server) URL() string { return s.srv.URL }
