@@ -31,6 +31,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, play func(co
 	flags := flag.NewFlagSet("demo", flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
 	once := flags.Bool("once", false, "exit after the story: 0 only when every step answered as expected")
+	kwok := flags.Bool("kwok", false, "tell the story on kwok's cluster, whose pods run nothing, even where the node that runs pods can run")
 	version := flags.Bool("version", false, "print the version and exit")
 	err := flags.Parse(args)
 	switch {
@@ -51,7 +52,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, play func(co
 	}
 	ctx, stop := server.SignalContext(ctx)
 	defer stop()
-	if err := play(ctx, demo.Options{Once: *once, Out: out}); err != nil {
+	if err := play(ctx, demo.Options{Once: *once, Out: out, Kwok: *kwok}); err != nil {
 		fmt.Fprintln(errOut, "demo:", err)
 		return 1
 	}
@@ -59,9 +60,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer, play func(co
 }
 
 func usage(w io.Writer, flags *flag.FlagSet) {
-	fmt.Fprint(w, "demo runs a whole release through the Release Gate on an embedded cluster and prints the\n"+
-		"transcript; everything stays up until Ctrl-C, unless --once.\n\n")
-	fmt.Fprint(w, "Usage:\n  demo [--once]\n\nFlags:\n")
+	fmt.Fprint(w, "demo delivers a release along the whole path on a node that runs pods (as root: the real\n"+
+		"Flux, the real Flagger, the product's own pods) and prints what each part did; where the node\n"+
+		"cannot run, or with --kwok, it tells the story on kwok's cluster instead. Everything stays up\n"+
+		"until Ctrl-C, unless --once.\n\n")
+	fmt.Fprint(w, "Usage:\n  demo [--once] [--kwok]\n\nFlags:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	flags.VisitAll(func(f *flag.Flag) { fmt.Fprintf(tw, "  --%s\t%s\n", f.Name, f.Usage) })
 	fmt.Fprintln(tw, "  -h, --help\tprint this help and exit")

@@ -17,14 +17,16 @@ func TestRun(t *testing.T) {
 		playErr  error
 		code     int
 		once     bool
+		kwok     bool
 		played   bool
 		errorOut string
 	}{
-		{"the story, left running", nil, nil, 0, false, true, ""},
-		{"the story once", []string{"--once"}, nil, 0, true, true, ""},
-		{"a step that did not answer as expected", []string{"--once"}, demo.ErrUnexpected, 1, true, true, "did not answer"},
-		{"an unknown flag", []string{"--twice"}, nil, 2, false, false, "twice"},
-		{"an argument", []string{"now"}, nil, 2, false, false, "no arguments"},
+		{"the story, left running", nil, nil, 0, false, false, true, ""},
+		{"the story once", []string{"--once"}, nil, 0, true, false, true, ""},
+		{"the story on kwok's cluster", []string{"--once", "--kwok"}, nil, 0, true, true, true, ""},
+		{"a step that did not answer as expected", []string{"--once"}, demo.ErrUnexpected, 1, true, false, true, "did not answer"},
+		{"an unknown flag", []string{"--twice"}, nil, 2, false, false, false, "twice"},
+		{"an argument", []string{"now"}, nil, 2, false, false, false, "no arguments"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -32,7 +34,7 @@ func TestRun(t *testing.T) {
 			play := func(_ context.Context, o demo.Options) error { got = &o; return c.playErr }
 			var out, errOut strings.Builder
 			code := run(context.Background(), c.args, &out, &errOut, play)
-			if code != c.code || (got != nil) != c.played || (got != nil && got.Once != c.once) || !strings.Contains(errOut.String(), c.errorOut) {
+			if code != c.code || (got != nil) != c.played || (got != nil && (got.Once != c.once || got.Kwok != c.kwok)) || !strings.Contains(errOut.String(), c.errorOut) {
 				t.Fatalf("run(%q) = %d, played %v, stderr %q", c.args, code, got, errOut.String())
 			}
 			if got != nil && got.Out != &out {
@@ -48,5 +50,5 @@ func TestCommandLine(t *testing.T) {
 			t.Error("the demo played")
 			return nil
 		})
-	}, []string{"--once", "KUBEBUILDER_ASSETS", "DELIVERY_CACHE"})
+	}, []string{"--once", "--kwok", "KUBEBUILDER_ASSETS", "DELIVERY_CACHE"})
 }

@@ -24,6 +24,9 @@ type Options struct {
 	// Root is the module's folder (where go.mod is); found from the working
 	// directory when empty.
 	Root string
+	// Kwok tells the story on kwok's cluster, whose pods run nothing, even
+	// where the node that runs pods can run.
+	Kwok bool
 }
 
 // ErrUnexpected is a story in which some step did not answer as expected.
@@ -48,6 +51,13 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("make the demo's folder: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
+	if !o.Kwok {
+		err := testenv.CanRunNode()
+		if err == nil {
+			return runOnNode(ctx, o, dir)
+		}
+		fmt.Fprintf(o.Out, "This machine cannot run the node that runs pods (%v),\nso the story is told on kwok's cluster, whose pods run nothing.\n", err)
+	}
 
 	t := &teller{out: o.Out, root: o.Root, dir: dir, roundWait: roundWait, flaggerWait: flaggerWait}
 	t.title("Estate in a box: one release through the Release Gate and the real Flagger")

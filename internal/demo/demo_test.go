@@ -10,14 +10,15 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/demo"
 )
 
-// TestStoryOnce is the end-to-end test: the whole story against a cluster
-// with controllers, kwok and the real Flagger, and the real release-gate
-// binary, every step happening as expected.
+// TestStoryOnce is the kwok story's end-to-end test: the whole story
+// against a cluster with controllers, kwok and the real Flagger, and the
+// real release-gate binary, every step happening as expected. The node's
+// story is told in internal/e2e/wholepath, on the estate its tests share.
 func TestStoryOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	err := demo.Run(ctx, demo.Options{Once: true, Out: &out})
+	err := demo.Run(ctx, demo.Options{Once: true, Out: &out, Kwok: true})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
