@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	releasemodel "github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // gateRecord reads the gate's record of the Application.
@@ -32,7 +34,7 @@ func (a *app) gateRecord() releasemodel.Record {
 // gateLogged is whether a gate replica logged msg about this test's
 // namespace with every field in fields.
 func (a *app) gateLogged(msg string, fields map[string]string) bool {
-	for _, line := range strings.Split(a.e.Node.PodLogs(gateNS, "release-gate"), "\n") {
+	for _, line := range a.gateLines() {
 		var l map[string]any
 		if json.Unmarshal([]byte(line), &l) != nil || l["msg"] != msg || l["namespace"] != a.ns {
 			continue
@@ -146,4 +148,53 @@ func (a *app) jobPods(job string) int {
 		a.t.Fatalf("list %s's pods: %v", job, err)
 	}
 	return len(pods.Items)
+}
+
+// gateLog keeps every line the gate's pods logged but their request lines,
+// read every second from the node: the kubelet removes a deleted pod's
+// logs, and a test beside another that kills a gate pod would lose the
+// answers that pod gave.
+var gateLog struct {
+	once  sync.Once
+	mu    sync.Mutex
+	seen  map[string]bool
+	lines []string
+}
+
+// readGateLog adds the lines the gate's pods have logged since the last
+// read.
+func readGateLog(n *testenv.Node) {
+	gateLog.mu.Lock()
+	defer gateLog.mu.Unlock()
+	if gateLog.seen == nil {
+		gateLog.seen = map[string]bool{}
+	}
+	for _, line := range strings.Split(n.PodLogs(gateNS, "release-gate"), "\n") {
+		if line == "" || strings.Contains(line, `"msg":"request"`) || gateLog.seen[line] {
+			continue
+		}
+		gateLog.seen[line] = true
+		gateLog.lines = append(gateLog.lines, line)
+	}
+}
+
+// keepGateLog reads the gate's log every second from the estate's start
+// until the package's tests end.
+func keepGateLog(n *testenv.Node) {
+	gateLog.once.Do(func() {
+		go func() {
+			for {
+				readGateLog(n)
+				time.Sleep(time.Second)
+			}
+		}()
+	})
+}
+
+// gateLines is what the gate's pods have logged so far, each line once.
+func (a *app) gateLines() []string {
+	readGateLog(a.e.Node)
+	gateLog.mu.Lock()
+	defer gateLog.mu.Unlock()
+	return append([]string(nil), gateLog.lines...)
 }

@@ -76,7 +76,11 @@ func startEstate(t *testing.T) (*estate.Estate, error) {
 	n := testenv.SharedNode(t, testenv.NodeOptions{Images: []string{member}, Say: say})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	return estate.Install(ctx, n, estate.Options{Root: filepath.Join("..", "..", ".."), Dir: dir, Say: say})
+	e, err := estate.Install(ctx, n, estate.Options{Root: filepath.Join("..", "..", ".."), Dir: dir, Say: say})
+	if err == nil {
+		keepGateLog(n)
+	}
+	return e, err
 }
 
 // app is one test's Application in a namespace of its own.
@@ -252,7 +256,7 @@ func (a *app) primariesRun(version, when string) {
 // Application's process: each its outcome and reason.
 func (a *app) answers(webhook, process string) []string {
 	var out []string
-	for _, line := range strings.Split(a.e.Node.PodLogs(gateNS, "release-gate"), "\n") {
+	for _, line := range a.gateLines() {
 		var l struct{ Msg, Webhook, Namespace, Process, Revision, Reason, Cause string }
 		if json.Unmarshal([]byte(line), &l) != nil || l.Namespace != a.ns || l.Webhook != webhook || l.Process != process {
 			continue
