@@ -79,6 +79,11 @@ func runOnNode(ctx context.Context, o Options, dir string) error {
 // returns ErrUnexpected when the release does not come to serve.
 func TellOnNode(ctx context.Context, out io.Writer, e *estate.Estate, ns, dir string) error {
 	w := &nodeWatch{out: out, e: e, ns: ns, seen: map[string]bool{}, phases: map[string]string{}, statuses: map[int64]bool{}}
+	store, err := rr.NewKubeStore(e.Node.Config, estate.GateNamespace)
+	if err != nil {
+		return err
+	}
+	w.store = store
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -125,6 +130,8 @@ type nodeWatch struct {
 	statuses   map[int64]bool
 	applied    string
 	record     string
+	// store reads the release record's records, made once.
+	store *rr.KubeStore
 }
 
 func (w *nodeWatch) title(s string) { fmt.Fprintf(w.out, "\n%s\n", s) }
@@ -270,11 +277,10 @@ func (w *nodeWatch) reported(want fakegithub.Status) bool {
 // recorded prints the release record's state of the release and the events
 // it keeps as sent.
 func (w *nodeWatch) recorded(ctx context.Context) {
-	store, err := rr.NewKubeStore(w.e.Node.Config, estate.GateNamespace)
-	if err != nil {
+	if w.store == nil {
 		return
 	}
-	s, err := store.Get(ctx, w.ns+"@"+w.version+":"+estate.RecordCluster+"/"+estate.RecordEnvironment)
+	s, err := w.store.Get(ctx, w.ns+"@"+w.version+":"+estate.RecordCluster+"/"+estate.RecordEnvironment)
 	if err != nil {
 		return
 	}
