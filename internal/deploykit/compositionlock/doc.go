@@ -4,7 +4,7 @@
 // the schema vendored under third_party/deploy-kit by go-jsonschema
 // (`make gen`); `make gen-check` fails while it differs from what the schema
 // generates. What the types refuse, and what only the schema does, is said in
-// corpus_test.go.
+// internal/deploykit/corpustest's corpus_test.go.
 package compositionlock
 
 //go:generate go tool go-jsonschema --package compositionlock --tags json --capitalization API --output types_gen.go ../../../third_party/deploy-kit/spec/v1/schemas/composition-lock.schema.json
