@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
@@ -70,23 +72,28 @@ func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error
 	return cfg, nil
 }
 
-// run answers --help and --version, or starts the Collector and serves
-// until ctx ends; it returns the exit code.
+// run answers its command line, or starts the Collector and serves until
+// ctx ends; it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time,
 	stdout, logs io.Writer) int {
-	if code, answered := service.Answer(args, stdout, logs); answered {
-		return code
-	}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	cfg, err := loadConfig(getenv, readFile)
+	return cli.NewEnv(getenv, stdout, logs).Execute(ctx, cli.Command{Service: service,
+		Run: func(ctx context.Context, env cli.Env) error { return collect(ctx, env, readFile, now) }}, args)
+}
+
+// collect reads the settings, connects, and captures beside its server.
+func collect(ctx context.Context, env cli.Env, readFile func(string) ([]byte, error), now func() time.Time) error {
+	logger := env.Log
+	cfg, err := loadConfig(env.Getenv, readFile)
 	if err != nil {
-		logger.Error("bad configuration", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
 	}
-	c, err := build(cfg, getenv, now, logger)
+	rest, err := kubeclient.Config(env.Getenv)
 	if err != nil {
-		logger.Error("cannot start", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
+	}
+	c, err := build(cfg, rest, now, logger)
+	if err != nil {
+		return cli.Failed("cannot start", err)
 	}
 	loop := &periodic.Loop{Interval: cfg.interval, Pass: c.Pass, Now: now, Logger: logger, Name: "capture"}
 	logger.Info("collector started", slog.String("cluster", cfg.cluster), slog.String("repository", cfg.repo.String()),
@@ -98,19 +105,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, readFil
 		})
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {
-		logger.Error("server stopped", slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("server stopped", err)
 	}
-	return 0
+	return nil
 }
 
-// build connects to the cluster (KUBECONFIG, else the in-cluster
-// ServiceAccount) and to GitHub as the App installation.
-func build(cfg config, getenv func(string) string, now func() time.Time, logger *slog.Logger) (*collector.Collector, error) {
-	rest, err := kubeclient.Config(getenv)
-	if err != nil {
-		return nil, err
-	}
+// build connects to the cluster rest finds and to GitHub as the App
+// installation.
+func build(cfg config, rest *rest.Config, now func() time.Time, logger *slog.Logger) (*collector.Collector, error) {
 	kube, err := collector.NewKube(rest)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/collector"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -134,14 +135,15 @@ func TestBadConfigurationStopsWithOneLineNamingIt(t *testing.T) {
 				env[k] = v
 			}
 			var logs bytes.Buffer
-			if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, &logs); code == 0 {
-				t.Fatal("started with a bad configuration")
+			if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, &logs); code != 2 {
+				t.Fatalf("exit %d with a bad configuration, want 2", code)
 			}
 			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 			var line struct {
-				Level, Error string
+				Level, Msg, Error string
 			}
-			if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &line) != nil || line.Level != "ERROR" || !strings.Contains(line.Error, tc.names) {
+			if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &line) != nil || line.Level != "ERROR" || line.Msg != cli.BadSettingMsg ||
+				!strings.Contains(line.Error, tc.names) {
 				t.Fatalf("logs %q, want one JSON error line naming %s", logs.String(), tc.names)
 			}
 		})
@@ -177,12 +179,12 @@ func TestAnAddressInUseStopsTheBinary(t *testing.T) {
 
 // variables are the variables the table in docs/collector.md names for the Collector.
 var variables = []string{"CLUSTER_NAME", "ESTATE_REPOSITORY", "ESTATE_PATH", "ESTATE_BRANCH", "GITHUB_APP_ID",
-	"GITHUB_APP_INSTALLATION_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_FILE", "GITHUB_API_URL", "INTERVAL", "ADDR", "KUBECONFIG"}
+	"GITHUB_APP_INSTALLATION_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_FILE", "GITHUB_API_URL", "INTERVAL", "ADDR", "KUBECONFIG", "LOG_LEVEL"}
 
 func TestCommandLine(t *testing.T) {
-	clitest.Check(t, "collector", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	clitest.Conform(t, clitest.Binary{Name: "collector", Variables: variables, Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 		return run(context.Background(), args, getenv, os.ReadFile, time.Now, stdout, stderr)
-	}, variables)
+	}})
 }
 
 // TestHelpNamesEveryVariableItReads starts the Collector with a
@@ -195,7 +197,7 @@ func TestHelpNamesEveryVariableItReads(t *testing.T) {
 		"KUBECONFIG": filepath.Join(t.TempDir(), "missing"),
 	})
 	var logs bytes.Buffer
-	if code := run(context.Background(), nil, env.Getenv, os.ReadFile, time.Now, io.Discard, &logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+	if code := run(context.Background(), nil, env.Getenv, os.ReadFile, time.Now, io.Discard, &logs); code != 2 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d: %s", code, logs.String())
 	}
 	env.Named(t, variables)

@@ -11,11 +11,14 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
@@ -70,23 +73,28 @@ func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error
 	return cfg, nil
 }
 
-// run answers --help and --version, or starts the Reporter and serves until
+// run answers its command line, or starts the Reporter and serves until
 // ctx ends; it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time,
 	stdout, logs io.Writer) int {
-	if code, answered := service.Answer(args, stdout, logs); answered {
-		return code
-	}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	cfg, err := loadConfig(getenv, readFile)
+	return cli.NewEnv(getenv, stdout, logs).Execute(ctx, cli.Command{Service: service,
+		Run: func(ctx context.Context, env cli.Env) error { return report(ctx, env, readFile, now) }}, args)
+}
+
+// report reads the settings, connects, and passes beside its server.
+func report(ctx context.Context, env cli.Env, readFile func(string) ([]byte, error), now func() time.Time) error {
+	logger := env.Log
+	cfg, err := loadConfig(env.Getenv, readFile)
 	if err != nil {
-		logger.Error("bad configuration", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
 	}
-	r, err := build(cfg, getenv, logger)
+	rest, err := kubeclient.Config(env.Getenv)
 	if err != nil {
-		logger.Error("cannot start", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
+	}
+	r, err := build(cfg, rest, logger)
+	if err != nil {
+		return cli.Failed("cannot start", err)
 	}
 	loop := &periodic.Loop{Interval: cfg.interval, Pass: r.Pass, Now: now, Logger: logger, Name: "pass"}
 	logger.Info("reporter started", slog.String("namespace", cfg.namespace), slog.String("gate", cfg.gateURL),
@@ -101,10 +109,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, readFil
 		})
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {
-		logger.Error("server stopped", slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("server stopped", err)
 	}
-	return 0
+	return nil
 }
 
 // fluxEvent answers Flux's notification Provider. The route is unsigned, so
@@ -125,14 +132,10 @@ func fluxEvent(loop *periodic.Loop) http.HandlerFunc {
 	}
 }
 
-// build connects to the cluster (KUBECONFIG, else the in-cluster
-// ServiceAccount), to GitHub as the App installation, and to the gate.
-func build(cfg config, getenv func(string) string, logger *slog.Logger) (*reporter.Reporter, error) {
-	rest, err := kubeclient.Config(getenv)
-	if err != nil {
-		return nil, err
-	}
-	kube, err := reporter.NewKube(rest)
+// build connects to the cluster rest finds, to GitHub as the App
+// installation, and to the gate.
+func build(cfg config, rest *rest.Config, logger *slog.Logger) (*reporter.Reporter, error) {
+	kube, err := releasepath.NewKube(rest)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +147,7 @@ func build(cfg config, getenv func(string) string, logger *slog.Logger) (*report
 		Namespace:   cfg.namespace,
 		Cluster:     kube,
 		Deployments: reporter.NewGitHub(gh),
-		Gate:        reporter.NewGateClient(cfg.gateURL),
+		Gate:        releasepath.NewGateClient(cfg.gateURL),
 		Logger:      logger,
 	}, nil
 }

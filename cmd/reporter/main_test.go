@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
 )
@@ -53,7 +54,7 @@ status:
   lastAppliedRevision: "latest@%[2]s"
   lastAttemptedRevision: "latest@%[2]s"
   conditions: [{type: Ready, status: "%[6]s", reason: Progressing, message: "", lastTransitionTime: "2026-11-30T10:00:00Z"}]`,
-			fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, reporter.AnnotationURL, ready, reporter.AnnotationDigest)); err != nil {
+			fluxNS, pin, releasepath.AnnotationRepository, releasepath.AnnotationVersion, releasepath.AnnotationURL, ready, releasepath.AnnotationDigest)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,10 +169,11 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 		}
 		env[change[0]] = change[1]
 		logs := &testenv.LogBuffer{}
-		if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs); code != 1 {
-			t.Errorf("%s: exit %d", name, code)
+		if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs); code != 2 {
+			t.Errorf("%s: exit %d, want 2", name, code)
 		}
-		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) {
+		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) ||
+			!strings.Contains(logs.String(), `"msg":"`+cli.BadSettingMsg+`"`) {
 			t.Errorf("%s: log %q", name, logs)
 		}
 	}
@@ -208,7 +210,7 @@ func TestNoClusterStopsAtStart(t *testing.T) {
 	env := map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002", "GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM),
 		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+	if code := run(context.Background(), nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs); code != 2 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
 }
@@ -231,12 +233,12 @@ func TestAnAddressInUseStopsIt(t *testing.T) {
 
 // variables are the variables the table in docs/reporter.md names for the Reporter.
 var variables = []string{"GITHUB_APP_ID", "GITHUB_APP_INSTALLATION_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_FILE",
-	"GITHUB_API_URL", "FLUX_NAMESPACE", "INTERVAL", "ADDR", "GATE_URL", "KUBECONFIG"}
+	"GITHUB_API_URL", "FLUX_NAMESPACE", "INTERVAL", "ADDR", "GATE_URL", "KUBECONFIG", "LOG_LEVEL"}
 
 func TestCommandLine(t *testing.T) {
-	clitest.Check(t, "reporter", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	clitest.Conform(t, clitest.Binary{Name: "reporter", Variables: variables, Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 		return run(context.Background(), args, getenv, os.ReadFile, time.Now, stdout, stderr)
-	}, variables)
+	}})
 }
 
 // TestHelpNamesEveryVariableItReads starts the Reporter with a
@@ -246,7 +248,7 @@ func TestHelpNamesEveryVariableItReads(t *testing.T) {
 	env := clitest.Record(map[string]string{"GITHUB_APP_ID": "1001", "GITHUB_APP_INSTALLATION_ID": "2002",
 		"GITHUB_APP_PRIVATE_KEY": string(fake.PrivateKeyPEM), "KUBECONFIG": filepath.Join(t.TempDir(), "missing")})
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), nil, env.Getenv, os.ReadFile, time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+	if code := run(context.Background(), nil, env.Getenv, os.ReadFile, time.Now, io.Discard, logs); code != 2 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
 	env.Named(t, variables)
