@@ -18,6 +18,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/collector"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
@@ -49,16 +50,8 @@ func TestRunCapturesServesFreshAndDrains(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs) }()
 
-	eventually := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never happened; logs:\n%s", what, logs)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	poll := wait.Poll{Within: 10 * time.Second, Every: 50 * time.Millisecond, Detail: logs}
+	eventually := func(what string, ok func() bool) { t.Helper(); poll.For(t, what, ok) }
 	fresh := func() int {
 		resp, err := http.Get("http://" + addr + "/fresh")
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -100,17 +101,6 @@ func TestKey(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"key", "--private", priv, "--public", pub}, env(nil), time.Now, io.Discard, &stderr); code != 1 {
 		t.Fatalf("a second key over the first: exit %d", code)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 30 s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -215,12 +205,12 @@ func TestMeshWhole(t *testing.T) {
 
 	build, _ := bus.BuildKey("web", "f2")
 	put(b.Builds, build, bus.Build{Module: "web", Fingerprint: "f2", State: bus.BuildDone, At: time.Now().UTC()})
-	eventually(t, "the canary's want", func() bool { w := want("n1"); return w.Fingerprint == "f2" && w.Digest == digests["n1f2"] })
+	wait.For(t, "the canary's want", func() bool { w := want("n1"); return w.Fingerprint == "f2" && w.Digest == digests["n1f2"] })
 	if w := want("n2"); w.Fingerprint != "" {
 		t.Fatalf("n2 wants %+v before the canary is healthy", w)
 	}
 	have("n1", "f2")
-	eventually(t, "n2's want", func() bool { w := want("n2"); return w.Fingerprint == "f2" && w.Owner == bus.OwnerRules })
+	wait.For(t, "n2's want", func() bool { w := want("n2"); return w.Fingerprint == "f2" && w.Owner == bus.OwnerRules })
 	if w := want("n3"); w.Owner != bus.PutOwner("op-1") || w.Fingerprint != "f1" {
 		t.Fatalf("the put was written over: %+v", w)
 	}
@@ -230,7 +220,7 @@ func TestMeshWhole(t *testing.T) {
 	if seal, _, err := b.ReadSeal(ctx, "n3", "web"); err != nil || seal != nil {
 		t.Fatalf("the put's seal is left after its end: %+v (%v)", seal, err)
 	}
-	eventually(t, "n3's want back under the rules", func() bool {
+	wait.For(t, "n3's want back under the rules", func() bool {
 		w := want("n3")
 		return w.Fingerprint == "f2" && w.Owner == bus.OwnerRules && w.Digest == digests["n3f2"]
 	})

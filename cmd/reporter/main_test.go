@@ -21,6 +21,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
@@ -79,16 +80,8 @@ status:
 	logs := &testenv.LogBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, nil, testenv.Getenv(env), os.ReadFile, time.Now, io.Discard, logs) }()
-	eventually := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never happened; logs:\n%s", what, logs)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	poll := wait.Poll{Within: 15 * time.Second, Every: 50 * time.Millisecond, Detail: logs}
+	eventually := func(what string, ok func() bool) { t.Helper(); poll.For(t, what, ok) }
 	statuses := func() []fakegithub.Status { return fake.Statuses("acme/docs", id) }
 	eventually("the first pass's status", func() bool { return len(statuses()) == 2 })
 	if got := statuses()[1]; got.State != "in_progress" || got.Description != "applied by Flux" ||

@@ -20,6 +20,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // jobStartHold is a validating admission webhook on the API server that
@@ -150,7 +151,7 @@ func TestLeaderKilledBetweenTheRecordAndTheJobStart(t *testing.T) {
 		t.Logf("turn %d: SIGKILL mid-round at %s, %s leads after %s", i, key, leader.name, took.Round(time.Millisecond))
 	}
 	// The last leader's rounds start what is left.
-	waitFor(t, time.Minute, "every migration started", func() (bool, string) {
+	wait.Poll{Within: time.Minute, Every: 100 * time.Millisecond}.Until(t, "every migration started", func() (bool, string) {
 		var left []string
 		for _, j := range jobs {
 			ns, name, _ := strings.Cut(j, "/")

@@ -22,6 +22,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // The timings the failover tests run the Lease with: short, so a kill costs
@@ -225,7 +226,7 @@ func TestTwoReplicasNeverStartAMigrationTwice(t *testing.T) {
 		t.Logf("turn %d: %s, %s leads after %s", i, sig, leader.name, took.Round(time.Millisecond))
 	}
 	// The last leader's rounds start what is left.
-	waitFor(t, time.Minute, "every migration started", func() (bool, string) {
+	wait.Poll{Within: time.Minute, Every: 100 * time.Millisecond}.Until(t, "every migration started", func() (bool, string) {
 		var left []string
 		for _, j := range jobs {
 			ns, name, _ := strings.Cut(j, "/")
@@ -299,19 +300,4 @@ func watchStarts(t testing.TB, cp *testenv.ControlPlane) *starts {
 	}()
 	t.Cleanup(func() { cancel(); w.Stop(); <-done })
 	return s
-}
-
-func waitFor(t testing.TB, deadline time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("waited %s for %s; last: %s", deadline, what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

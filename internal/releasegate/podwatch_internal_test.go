@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // Once the watch of Flagger's pods cannot list them again after its first
@@ -57,20 +57,20 @@ func TestAWatchThatCannotListAgainAdmitsNoOne(t *testing.T) {
 		return fw, nil
 	}, ns, sel, nil)
 
-	eventually(t, "the first list", func() bool {
+	wait.For(t, "the first list", func() bool {
 		got, err := w.FlaggerPods()
 		return err == nil && len(got) == 1
 	})
 	listRefused.Store(true)
 	// The watch ends as one whose version expired: client-go lists again.
 	(<-watches).Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
-	eventually(t, "the watch read as stale once its list is refused", func() bool {
+	wait.For(t, "the watch read as stale once its list is refused", func() bool {
 		_, err := w.FlaggerPods()
 		return errors.Is(err, ErrCallersStale) && strings.Contains(err.Error(), "the Role to list is gone")
 	})
 	// A list that succeeds ends it, though nothing in the cluster moved.
 	listRefused.Store(false)
-	eventually(t, "the watch listing the pods again", func() bool {
+	wait.For(t, "the watch listing the pods again", func() bool {
 		got, err := w.FlaggerPods()
 		return err == nil && len(got) == 1
 	})
@@ -105,23 +105,13 @@ func TestAWatchRetryingAfterARefusalAdmitsNoOne(t *testing.T) {
 		return pods.Watch(ctx, o)
 	}, ns, sel, nil)
 
-	eventually(t, "the watch read as stale while it cannot watch", func() bool {
+	wait.For(t, "the watch read as stale while it cannot watch", func() bool {
 		_, err := w.FlaggerPods()
 		return errors.Is(err, ErrCallersStale) && w.informer.HasSynced()
 	})
 	refused.Store(false)
-	eventually(t, "the watch admitting Flagger's pod again", func() bool {
+	wait.For(t, "the watch admitting Flagger's pod again", func() bool {
 		got, err := w.FlaggerPods()
 		return err == nil && len(got) == 1
 	})
-}
-
-// eventually waits up to 30 s for ok, failing the test with what.
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened", what)
-		}
-	}
 }

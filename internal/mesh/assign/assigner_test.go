@@ -15,6 +15,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 func openBus(t testing.TB) *bus.Bus { return bustest.Open(t, bustest.Embedded(t), 1) }
@@ -85,18 +86,6 @@ func (e *estate) want(node, module string) (bus.Want, bool) {
 	return w, true
 }
 
-// eventually waits for cond, failing after a deadline.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 30 s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func (e *estate) start(logs *testenv.LogBuffer) (*assign.Assigner, func()) {
 	a := &assign.Assigner{Bus: e.bus, Verifier: e.trust, Now: func() time.Time { return time.Now().UTC() },
 		Tick: 200 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
@@ -139,7 +128,7 @@ func TestAssignerCanaryFirstThenTheOthersAndAPutStays(t *testing.T) {
 	logs := &testenv.LogBuffer{}
 	a, stop := e.start(logs)
 	defer stop()
-	eventually(t, "the bad documents logged", func() bool {
+	wait.For(t, "the bad documents logged", func() bool {
 		s := logs.String()
 		return strings.Count(s, "skipped a document") >= 4 && strings.Contains(s, `unknown module \"nobody\"`)
 	})
@@ -149,7 +138,7 @@ func TestAssignerCanaryFirstThenTheOthersAndAPutStays(t *testing.T) {
 
 	buildKey, _ := bus.BuildKey("web", "f2")
 	e.put(e.bus.Builds, buildKey, bus.Build{Module: "web", Fingerprint: "f2", State: bus.BuildDone, At: e.now})
-	eventually(t, "the canary's want", func() bool {
+	wait.For(t, "the canary's want", func() bool {
 		w, ok := e.want("n1", "web")
 		return ok && w.Fingerprint == "f2" && w.Digest == digests["n1"] && w.Owner == bus.OwnerRules
 	})
@@ -159,7 +148,7 @@ func TestAssignerCanaryFirstThenTheOthersAndAPutStays(t *testing.T) {
 
 	ops, written := e.bus.Ops(), a.Written()
 	e.have("n1", "web", "f2")
-	eventually(t, "n2's want once the canary is healthy", func() bool {
+	wait.For(t, "n2's want once the canary is healthy", func() bool {
 		w, ok := e.want("n2", "web")
 		return ok && w.Fingerprint == "f2" && w.Digest == digests["n2"]
 	})
@@ -190,7 +179,7 @@ func TestAssignerCanaryFirstThenTheOthersAndAPutStays(t *testing.T) {
 	e.compose(e.signer, "n1", "api", "a1")
 	apiBuild, _ := bus.BuildKey("api", "a1")
 	e.put(e.bus.Builds, apiBuild, bus.Build{Module: "api", Fingerprint: "a1", State: bus.BuildDone, At: e.now})
-	eventually(t, "the marking want", func() bool {
+	wait.For(t, "the marking want", func() bool {
 		w, ok := e.want("n1", "api")
 		return ok && w.Fingerprint == "a1"
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // BenchmarkLiveAssigner is the assigner against a real JetStream server:
@@ -52,7 +53,7 @@ func liveAssigner(b *testing.B, modules int) {
 		go func() { done <- a.Run(ctx) }()
 		buildKey, _ := bus.BuildKey("web", "f2")
 		e.put(e.bus.Builds, buildKey, bus.Build{Module: "web", Fingerprint: "f2", State: bus.BuildDone, At: e.now})
-		eventually(b, "the canary's want", func() bool { return a.Written() == 1 })
+		wait.For(b, "the canary's want", func() bool { return a.Written() == 1 })
 		ops, written := e.bus.Ops(), a.Written()
 		b.StartTimer()
 		start := time.Now()
