@@ -63,5 +63,3 @@ func container(image string, env ...release.EnvVar) release.Container {
 func deployment(name string, cs ...release.Container) *release.Deployment {
 	return &release.Deployment{Name: name, Selector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/instance": name}), Containers: cs}
 }
-
-func ptr[T any](v T) *T { return &v }

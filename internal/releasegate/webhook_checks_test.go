@@ -35,7 +35,7 @@ func TestChecks(t *testing.T) {
 // withThresholds is inputs(false) with the platform's thresholds.
 func withThresholds() *release.Inputs {
 	in := inputs(false)
-	in.ErrorRate, in.Latency = ptr(0.05), "500ms"
+	in.ErrorRate, in.Latency = new(0.05), "500ms"
 	return in
 }
 
@@ -249,16 +249,16 @@ func TestThresholds(t *testing.T) {
 	if th, err := OwnTrafficThresholds(in, platform); err != nil || th != platform {
 		t.Fatalf("inputs with no thresholds read as %+v, %v; want the platform's", th, err)
 	}
-	in.ErrorRate, in.Latency = ptr(1.0), "2s"
+	in.ErrorRate, in.Latency = new(1.0), "2s"
 	th, err := OwnTrafficThresholds(in, platform)
 	if err != nil || th.ErrorRate != 1 || th.Latency != 2*time.Second {
 		t.Fatalf("thresholds %+v %v", th, err)
 	}
-	in.ErrorRate = ptr(1.5)
+	in.ErrorRate = new(1.5)
 	if _, err := OwnTrafficThresholds(in, platform); err == nil {
 		t.Fatal("an error rate over 1 was accepted")
 	}
-	in.ErrorRate, in.Latency = ptr(0.1), "soon"
+	in.ErrorRate, in.Latency = new(0.1), "soon"
 	if _, err := OwnTrafficThresholds(in, platform); err == nil {
 		t.Fatal("a latency that is no duration was accepted")
 	}

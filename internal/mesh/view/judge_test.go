@@ -35,20 +35,20 @@ func TestJudgeAPlace(t *testing.T) {
 	}{
 		{"no have yet, wanted just now", want("f1", dA, now.Add(-time.Minute)), nil, view.StateMoving},
 		{"no have, wanted long ago", want("f1", dA, now.Add(-11*time.Minute)), nil, view.StateStuck},
-		{"running healthy at the want", want("f1", dA, t0), ptr(have("f1", dA, bus.PhaseRunning, bus.Healthy, t0)), view.StateSettled},
-		{"running healthy at another composition of the fingerprint", want("f1", dA, t0), ptr(have("f1", dB, bus.PhaseRunning, bus.Healthy, t0)), view.StateStuck},
-		{"running the fingerprint before", want("f2", dB, now.Add(-time.Minute)), ptr(have("f1", dA, bus.PhaseRunning, bus.Healthy, t0)), view.StateMoving},
-		{"applying, moved a minute ago", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseApplying, bus.Unknown, now.Add(-time.Minute))), view.StateMoving},
-		{"running unhealthy for ten minutes", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now.Add(-10*time.Minute))), view.StateStuck},
-		{"failed long ago", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseFailed, bus.Unknown, t0)), view.StateStuck},
-		{"refused just now", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseRefused, bus.Unknown, now)), view.StateMoving},
-		{"unhealthy, said again just now, unchanged for ten minutes", want("f2", dB, t0), ptr(since(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now), now.Add(-10*time.Minute))), view.StateStuck},
-		{"unhealthy, changed a minute ago", want("f2", dB, t0), ptr(since(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now), now.Add(-time.Minute))), view.StateMoving},
-		{"rolled back to what the want names, healthy", want("f1", dA, t0), ptr(bus.Have{Fingerprint: "f1", Digest: dA, Phase: bus.PhaseRolledBack, Health: bus.Healthy,
+		{"running healthy at the want", want("f1", dA, t0), new(have("f1", dA, bus.PhaseRunning, bus.Healthy, t0)), view.StateSettled},
+		{"running healthy at another composition of the fingerprint", want("f1", dA, t0), new(have("f1", dB, bus.PhaseRunning, bus.Healthy, t0)), view.StateStuck},
+		{"running the fingerprint before", want("f2", dB, now.Add(-time.Minute)), new(have("f1", dA, bus.PhaseRunning, bus.Healthy, t0)), view.StateMoving},
+		{"applying, moved a minute ago", want("f2", dB, t0), new(have("f2", dB, bus.PhaseApplying, bus.Unknown, now.Add(-time.Minute))), view.StateMoving},
+		{"running unhealthy for ten minutes", want("f2", dB, t0), new(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now.Add(-10*time.Minute))), view.StateStuck},
+		{"failed long ago", want("f2", dB, t0), new(have("f2", dB, bus.PhaseFailed, bus.Unknown, t0)), view.StateStuck},
+		{"refused just now", want("f2", dB, t0), new(have("f2", dB, bus.PhaseRefused, bus.Unknown, now)), view.StateMoving},
+		{"unhealthy, said again just now, unchanged for ten minutes", want("f2", dB, t0), new(since(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now), now.Add(-10*time.Minute))), view.StateStuck},
+		{"unhealthy, changed a minute ago", want("f2", dB, t0), new(since(have("f2", dB, bus.PhaseRunning, bus.Unhealthy, now), now.Add(-time.Minute))), view.StateMoving},
+		{"rolled back to what the want names, healthy", want("f1", dA, t0), new(bus.Have{Fingerprint: "f1", Digest: dA, Phase: bus.PhaseRolledBack, Health: bus.Healthy,
 			Attempt: bus.Attempt{Fingerprint: "f2", Digest: dB}, At: t0}), view.StateSettled},
-		{"applying the want, what ran before healthy", want("f2", dB, t0), ptr(bus.Have{Fingerprint: "f1", Digest: dA, Phase: bus.PhaseApplying, Health: bus.Healthy,
+		{"applying the want, what ran before healthy", want("f2", dB, t0), new(bus.Have{Fingerprint: "f1", Digest: dA, Phase: bus.PhaseApplying, Health: bus.Healthy,
 			Attempt: bus.Attempt{Fingerprint: "f2", Digest: dB}, At: now}), view.StateMoving},
-		{"its process ended, health not yet said", want("f2", dB, t0), ptr(have("f2", dB, bus.PhaseFailed, bus.Healthy, now)), view.StateMoving},
+		{"its process ended, health not yet said", want("f2", dB, t0), new(have("f2", dB, bus.PhaseFailed, bus.Healthy, now)), view.StateMoving},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,8 +64,6 @@ func TestJudgeAPlace(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // since is h, saying what it says since at.
 func since(h bus.Have, at time.Time) bus.Have {

@@ -38,8 +38,8 @@ func TestOwed(t *testing.T) {
 		{"no have, wanted eleven minutes ago", w("f2", 11*time.Minute), nil, true, true},
 		{"the fingerprint before, wanted long ago", w("f2", time.Hour), &bus.Have{Fingerprint: "f1", Phase: bus.PhaseRunning}, true, true},
 		// Only the want proven answers it: running healthy.
-		{"the fingerprint, failed", w("f2", time.Hour), ptr(h("f2", bus.PhaseFailed)), true, true},
-		{"the fingerprint, applying a minute", w("f2", time.Minute), ptr(h("f2", bus.PhaseApplying)), true, false},
+		{"the fingerprint, failed", w("f2", time.Hour), new(h("f2", bus.PhaseFailed)), true, true},
+		{"the fingerprint, applying a minute", w("f2", time.Minute), new(h("f2", bus.PhaseApplying)), true, false},
 		{"the fingerprint running healthy", w("f2", time.Hour), &bus.Have{Fingerprint: "f2", Phase: bus.PhaseRunning, Health: bus.Healthy}, false, false},
 		{"the fingerprint running unhealthy", w("f2", time.Hour), &bus.Have{Fingerprint: "f2", Phase: bus.PhaseRunning, Health: bus.Unhealthy}, true, true},
 		{"exactly STALL_AFTER", w("f2", watchman.DefaultStallAfter), nil, true, true},
@@ -58,8 +58,6 @@ func TestOwed(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // TestAStallIsSaidOnceAndCounted: a node that does not move is said once
 // on mesh.events.stall and counted; once it answers, the gauge reads 0.
