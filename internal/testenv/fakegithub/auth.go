@@ -90,7 +90,7 @@ type installationToken struct {
 }
 
 func (s *Server) createInstallationToken(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("id") != strconv.FormatInt(s.InstallationID, 10) {
+	if r.PathValue("installation_id") != strconv.FormatInt(s.InstallationID, 10) {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}

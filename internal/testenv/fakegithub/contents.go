@@ -158,6 +158,24 @@ func (s *Server) entry(r *http.Request, path string, content []byte, withContent
 	return e
 }
 
+// dirEntry is a directory's entry in its parent's listing. GitHub names it by
+// its tree's id; the fake keeps no trees, so it names it by its path, and
+// like GitHub gives it no download address.
+func (s *Server) dirEntry(r *http.Request, path string) contentEntry {
+	base := "http://" + r.Host
+	full := r.PathValue("owner") + "/" + r.PathValue("repo")
+	h := sha1.Sum([]byte("tree " + path)) //nolint:gosec // see the import
+	sha := hex.EncodeToString(h[:])
+	e := contentEntry{
+		Type: "dir", Name: path[strings.LastIndex(path, "/")+1:], Path: path, SHA: sha,
+		URL:     base + "/repos/" + full + "/contents/" + path,
+		GitURL:  base + "/repos/" + full + "/git/trees/" + sha,
+		HTMLURL: base + "/" + full + "/tree/main/" + path,
+	}
+	e.Links = map[string]string{"self": e.URL, "git": e.GitURL, "html": e.HTMLURL}
+	return e
+}
+
 // wrapBase64 encodes as GitHub does in the contents API: standard base64 in
 // lines of 60 characters, each ended by a newline.
 func wrapBase64(content []byte) string {
@@ -202,7 +220,7 @@ func (s *Server) getContents(w http.ResponseWriter, r *http.Request) {
 		if dir, _, nested := strings.Cut(rest, "/"); nested {
 			if !dirs[dir] {
 				dirs[dir] = true
-				entries = append(entries, contentEntry{Type: "dir", Name: dir, Path: prefix + dir})
+				entries = append(entries, s.dirEntry(r, prefix+dir))
 			}
 			continue
 		}
@@ -287,6 +305,10 @@ func (s *Server) putContents(w http.ResponseWriter, r *http.Request) {
 		URL:     "http://" + r.Host + "/repos/" + r.PathValue("owner") + "/" + r.PathValue("repo") + "/git/commits/" + c.SHA,
 		HTMLURL: "http://" + r.Host + "/" + r.PathValue("owner") + "/" + r.PathValue("repo") + "/commit/" + c.SHA}
 	body.Tree.SHA = c.SHA
+	// GitHub writes a commit without parents as an empty list, not null.
+	body.Parents = []struct {
+		SHA string `json:"sha"`
+	}{}
 	if parent != "" {
 		body.Parents = append(body.Parents, struct {
 			SHA string `json:"sha"`
@@ -308,7 +330,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sha := r.PathValue("sha")
+	sha := r.PathValue("file_sha")
 	var content []byte
 	found := false
 	for _, c := range repo.commits {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -43,18 +44,45 @@ type deployment struct {
 	statuses []Status
 }
 
-// creator is who the fake says made a deployment or status.
+// creator is who the fake says made a deployment or status: a user as GitHub
+// describes one (simple-user), every field it requires filled.
 type creator struct {
-	Login string `json:"login"`
-	ID    int64  `json:"id"`
-	Type  string `json:"type"`
+	Login             string  `json:"login"`
+	ID                int64   `json:"id"`
+	NodeID            string  `json:"node_id"`
+	AvatarURL         string  `json:"avatar_url"`
+	GravatarID        *string `json:"gravatar_id"`
+	URL               string  `json:"url"`
+	HTMLURL           string  `json:"html_url"`
+	FollowersURL      string  `json:"followers_url"`
+	FollowingURL      string  `json:"following_url"`
+	GistsURL          string  `json:"gists_url"`
+	StarredURL        string  `json:"starred_url"`
+	SubscriptionsURL  string  `json:"subscriptions_url"`
+	OrganizationsURL  string  `json:"organizations_url"`
+	ReposURL          string  `json:"repos_url"`
+	EventsURL         string  `json:"events_url"`
+	ReceivedEventsURL string  `json:"received_events_url"`
+	Type              string  `json:"type"`
+	SiteAdmin         bool    `json:"site_admin"`
 }
 
 func creatorOf(login string) creator {
 	if login == "" {
 		login = "estate-workflow[bot]"
 	}
-	return creator{Login: login, ID: 41898282, Type: "Bot"}
+	const id = 41898282
+	user := "https://api.github.com/users/" + url.PathEscape(login)
+	empty := ""
+	return creator{
+		Login: login, ID: id, NodeID: "MDM6Qm90NDE4OTgyODI=", Type: "Bot",
+		AvatarURL: "https://avatars.githubusercontent.com/in/" + strconv.Itoa(id) + "?v=4", GravatarID: &empty,
+		URL: user, HTMLURL: "https://github.com/apps/" + url.PathEscape(strings.TrimSuffix(login, "[bot]")),
+		FollowersURL: user + "/followers", FollowingURL: user + "/following{/other_user}",
+		GistsURL: user + "/gists{/gist_id}", StarredURL: user + "/starred{/owner}{/repo}",
+		SubscriptionsURL: user + "/subscriptions", OrganizationsURL: user + "/orgs", ReposURL: user + "/repos",
+		EventsURL: user + "/events{/privacy}", ReceivedEventsURL: user + "/received_events",
+	}
 }
 
 // deploymentBody is a deployment as the REST API answers it.
@@ -273,7 +301,7 @@ func (s *Server) deploymentOf(w http.ResponseWriter, r *http.Request) (*deployme
 	if _, ok := s.lookup(w, r, ""); !ok {
 		return nil, false
 	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	id, err := strconv.ParseInt(r.PathValue("deployment_id"), 10, 64)
 	d := s.deploymentLocked(r.PathValue("owner")+"/"+r.PathValue("repo"), id)
 	if err != nil || d == nil {
 		writeError(w, http.StatusNotFound, "Not Found")

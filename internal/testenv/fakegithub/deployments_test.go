@@ -16,7 +16,9 @@ import (
 
 func TestDeploymentsAndStatusesThroughGoGitHub(t *testing.T) {
 	ctx := context.Background()
-	fake := fakegithub.New(t)
+	// The refusals below are requests GitHub's description refuses: kept,
+	// and checked, rather than failing the test.
+	fake := fakegithub.New(t, fakegithub.OnViolation(func(error) {}))
 	gh := client(t, fake, fake.URL())
 	first := fake.AddDeployment("acme/app", fakegithub.NewDeployment{Ref: "v1.0.0", SHA: "aaa", Environment: "staging",
 		Payload: json.RawMessage(`{"project":"shop","version":"1.0.0"}`)})
@@ -74,6 +76,11 @@ func TestDeploymentsAndStatusesThroughGoGitHub(t *testing.T) {
 		if !errors.As(err, &ghErr) || resp.StatusCode != http.StatusUnprocessableEntity {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// The description states the 140 characters only in prose: the double
+	// refuses those as GitHub does, the schema the other two.
+	if v := fake.Violations(); len(v) != 2 {
+		t.Errorf("violations %v, want the unknown state and the missing one", v)
 	}
 	if _, _, err := gh.Repositories.CreateDeploymentStatus(ctx, "acme", "app", first, &github.DeploymentStatusRequest{
 		State: github.Ptr("in_progress"), Description: github.Ptr(strings.Repeat("é", 140))}); err != nil {

@@ -6,4 +6,11 @@
 // a stale sha with 409, deployments and their statuses are listed newest first
 // and paged, a status's description is held to 140 characters, and every call is recorded so a test can state what a
 // pass cost.
+//
+// Every request it receives and every answer it gives is validated with
+// kin-openapi against GitHub's own OpenAPI description of the operations it
+// serves (third_party/github, cut from @octokit/openapi). A request the
+// description refuses is answered as GitHub would (422, 400, or 404 for a
+// path GitHub would not route) and fails the test that made it; an answer it
+// does not allow is a bug in the double and fails the test too.
 package fakegithub

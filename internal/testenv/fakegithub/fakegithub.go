@@ -1,6 +1,7 @@
 package fakegithub
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/getkin/kin-openapi/routers"
 )
 
 // Defaults for the App a Server trusts.
@@ -49,6 +53,13 @@ type Server struct {
 	failWith int
 	// nextID numbers deployments and their statuses, as GitHub's ids do.
 	nextID int64
+
+	// spec is GitHub's description every request and answer is held to;
+	// operations are the routes' operations in it, by pattern.
+	spec        *description
+	operations  map[string]*routers.Route
+	violations  []error
+	onViolation func(error)
 }
 
 // Call is one request the fake answered.
@@ -72,10 +83,12 @@ type Option func(*Server)
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
 // New starts a fake GitHub that trusts one App with a fresh 2048-bit key; it
-// stops when the test ends.
+// stops when the test ends. A request GitHub's description refuses, or an
+// answer it does not allow, fails the test (OnViolation changes that).
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s, err := Start("127.0.0.1:0", opts...)
+	fail := OnViolation(func(err error) { t.Errorf("github double: %v", err) })
+	s, err := Start("127.0.0.1:0", append([]Option{fail}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +98,19 @@ func New(t testing.TB, opts ...Option) *Server {
 
 // Start starts a fake GitHub listening on addr, as New does, for a caller
 // that outlives one test (a package's shared estate, whose pods reach it on
-// the node's bridge); Close stops it.
+// the node's bridge); Close stops it. It keeps what disagrees with GitHub's
+// description in Violations.
 func Start(addr string, opts ...Option) (*Server, error) {
+	spec, err := loadDescription()
+	if err != nil {
+		return nil, err
+	}
+	operations := map[string]*routers.Route{}
+	for _, rt := range routes() {
+		if operations[rt.pattern], err = spec.operation(rt.pattern, rt.operation); err != nil {
+			return nil, err
+		}
+	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("generate the App's key: %w", err)
@@ -100,6 +124,8 @@ func Start(addr string, opts ...Option) (*Server, error) {
 		tokenTTL:       time.Hour,
 		tokens:         map[string]time.Time{},
 		repos:          map[string]*repository{},
+		spec:           spec,
+		operations:     operations,
 	}
 	for _, o := range opts {
 		o(s)
@@ -176,38 +202,39 @@ func (s *Server) ResetCalls() {
 	s.calls = nil
 }
 
-// route is one endpoint; auth names the credential it takes.
+// route is one endpoint: its pattern, spelt with the path parameters GitHub's
+// description names, the operation it is there, and the credential it takes.
 type route struct {
-	pattern string
-	auth    string
-	handle  func(s *Server, w http.ResponseWriter, r *http.Request)
+	pattern   string
+	operation string
+	auth      string
+	handle    func(s *Server, w http.ResponseWriter, r *http.Request)
 }
 
-func (s *Server) routes() []route {
+func routes() []route {
 	return []route{
-		{"POST /app/installations/{id}/access_tokens", "app", (*Server).createInstallationToken},
-		{"GET /repos/{owner}/{repo}/contents/{path...}", "installation", (*Server).getContents},
-		{"PUT /repos/{owner}/{repo}/contents/{path...}", "installation", (*Server).putContents},
-		{"GET /repos/{owner}/{repo}/git/blobs/{sha}", "installation", (*Server).getBlob},
-		{"GET /repos/{owner}/{repo}/deployments", "installation", (*Server).listDeployments},
-		{"GET /repos/{owner}/{repo}/deployments/{id}/statuses", "installation", (*Server).listStatuses},
-		{"POST /repos/{owner}/{repo}/deployments/{id}/statuses", "installation", (*Server).createStatus},
+		{"POST /app/installations/{installation_id}/access_tokens", "apps/create-installation-access-token", "app", (*Server).createInstallationToken},
+		{"GET /repos/{owner}/{repo}/contents/{path...}", "repos/get-content", "installation", (*Server).getContents},
+		{"PUT /repos/{owner}/{repo}/contents/{path...}", "repos/create-or-update-file-contents", "installation", (*Server).putContents},
+		{"GET /repos/{owner}/{repo}/git/blobs/{file_sha}", "git/get-blob", "installation", (*Server).getBlob},
+		{"GET /repos/{owner}/{repo}/deployments", "repos/list-deployments", "installation", (*Server).listDeployments},
+		{"GET /repos/{owner}/{repo}/deployments/{deployment_id}/statuses", "repos/list-deployment-statuses", "installation", (*Server).listStatuses},
+		{"POST /repos/{owner}/{repo}/deployments/{deployment_id}/statuses", "repos/create-deployment-status", "installation", (*Server).createStatus},
 	}
 }
 
+// handler serves the routes. Every request is held to its operation in
+// GitHub's description before it is served, and every answer after, so a
+// request GitHub would refuse and an answer GitHub would not give both show.
 func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range s.routes() {
+	for _, rt := range routes() {
+		op := s.operations[rt.pattern]
 		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
 			rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-			auth, ok := s.authenticate(rec, r, rt.auth)
-			if ok && rt.auth == "installation" {
-				s.setRateHeaders(rec)
-				ok = !s.failing(rec) && !s.readOnly(rec, r)
-			}
-			if ok {
-				rt.handle(s, rec, r)
-			}
+			auth := s.serve(rec, r, rt, op)
+			s.checkAnswer(r, op, rec.status, rec.Header(), rec.body.Bytes())
+			rec.send()
 			s.record(r, auth, rec.status)
 		})
 	}
@@ -225,6 +252,38 @@ func (s *Server) handler() http.Handler {
 		w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// serve answers one request on a route, in GitHub's order: the credential,
+// then the request's validity, then the state the fake is put in (failing,
+// archived), then the route's own answer. The request is held to GitHub's
+// description first, whatever the answer, so a product's invalid request is
+// reported even where its credential is refused too. It returns how the
+// caller authenticated.
+func (s *Server) serve(w *recorder, r *http.Request, rt route, op *routers.Route) string {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+		return ""
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	refused := s.checkRequest(r, op, body)
+	auth, ok := s.authenticate(w, r, rt.auth)
+	if !ok {
+		return auth
+	}
+	if rt.auth == "installation" {
+		s.setRateHeaders(w)
+	}
+	if refused != nil {
+		writeError(w, refused.status, refused.message)
+		return auth
+	}
+	if rt.auth == "installation" && (s.failing(w) || s.readOnly(w, r)) {
+		return auth
+	}
+	rt.handle(s, w, r)
+	return auth
 }
 
 // ArchiveRepository makes repo read-only, as archiving it on GitHub does:
@@ -266,16 +325,6 @@ func (s *Server) record(r *http.Request, auth string, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: auth, Status: status})
-}
-
-type recorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *recorder) WriteHeader(code int) {
-	r.status = code
-	r.ResponseWriter.WriteHeader(code)
 }
 
 // errorBody is GitHub's client-error shape.

@@ -60,7 +60,9 @@ func TestBlobSHAIsGitsObjectID(t *testing.T) {
 
 func TestContentsAPIThroughGoGitHub(t *testing.T) {
 	ctx := context.Background()
-	fake := fakegithub.New(t)
+	// The write without a message below is a request GitHub's description
+	// refuses: kept, and checked, rather than failing the test.
+	fake := fakegithub.New(t, fakegithub.OnViolation(func(error) {}))
 	fake.AddRepository(repo)
 	gh := client(t, fake, fake.EnterpriseURL())
 
@@ -136,6 +138,9 @@ func TestContentsAPIThroughGoGitHub(t *testing.T) {
 	if _, resp, _ = gh.Repositories.CreateFile(ctx, "estate-org", "estate", "x", &github.RepositoryContentFileOptions{Content: []byte("x")}); resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("a write without a message answered %d", resp.StatusCode)
 	}
+	if v := fake.Violations(); len(v) != 1 || !strings.Contains(v[0].Error(), `"message" is missing`) {
+		t.Fatalf("violations %v, want the write without a message", v)
+	}
 
 	calls := fake.Calls()
 	if calls[0].Method != http.MethodPost || calls[0].Auth != "app" || !strings.HasPrefix(calls[0].Path, "/app/installations/") {
@@ -200,7 +205,7 @@ func TestInstallationTokens(t *testing.T) {
 		t.Fatalf("token lives %v, GitHub's live an hour", d)
 	}
 	get := func(tok string) int {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fake.URL()+"/repos/"+repo+"/contents/", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fake.URL()+"/repos/"+repo+"/contents/cluster-state.yml", nil)
 		req.Header.Set("Authorization", "token "+tok)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -209,7 +214,7 @@ func TestInstallationTokens(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if code := get(token); code != http.StatusNotFound { // empty repository: no root listing
+	if code := get(token); code != http.StatusNotFound { // empty repository: no such file
 		t.Fatalf("valid token answered %d", code)
 	}
 	if code := get("ghs_forged"); code != http.StatusUnauthorized {
