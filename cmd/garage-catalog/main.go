@@ -24,54 +24,52 @@ func main() {
 var service = cli.Service{
 	Name: "garage-catalog",
 	Summary: "garage-catalog applies the bucket catalog deploy-kit renders to Garage through its admin API, once,\n" +
-		"and exits: 0 when Garage and Vault hold the catalog, 1 on a bad setting, a refused catalog or a failed\n" +
-		"call. It never deletes a key, a bucket or a grant.",
+		"and exits: 0 when Garage and Vault hold the catalog, 2 on a bad setting, 1 on a refused catalog or a\n" +
+		"failed call. It never deletes a key, a bucket or a grant.",
 	Variables: garagecatalog.Variables,
 }
 
-// run answers --help and --version, or reads the settings, the catalog and
-// then Vault and Garage, in that order: a bad setting or a refused catalog
-// reaches neither. Every way a run ends is one JSON line on out.
+// run answers its command line, or applies the catalog once; it returns
+// the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, out io.Writer) int {
-	if code, answered := service.Answer(args, stdout, out); answered {
-		return code
-	}
-	log := slog.New(slog.NewJSONHandler(out, nil))
-	env := settings.New(getenv)
-	file := env.Required("CATALOG_FILE")
-	vault := vaultlogin.Read(env, "garage-catalog")
-	if err := env.Err(); err != nil {
-		log.Error("bad setting", slog.String("error", err.Error()))
-		return 1
+	return cli.NewEnv(getenv, stdout, out).Execute(ctx, cli.Command{Service: service, Run: apply}, args)
+}
+
+// apply reads the settings, the catalog and then Vault and Garage, in that
+// order: a bad setting or a refused catalog reaches neither. Every way a run
+// ends is one log line.
+func apply(ctx context.Context, env cli.Env) error {
+	log := env.Log
+	s := settings.New(env.Getenv)
+	file := s.Required("CATALOG_FILE")
+	vault := vaultlogin.Read(s, "garage-catalog")
+	if err := s.Err(); err != nil {
+		return cli.BadSetting(err)
 	}
 
 	catalog, err := readCatalog(file)
 	if err != nil {
-		log.Error("refused: nothing applied", slog.String("file", file), slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("refused: nothing applied", err, slog.String("file", file))
 	}
 
 	client, err := vaultlogin.NewClient(vault)
 	if err != nil {
-		log.Error("bad setting", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
 	}
 	if err := vaultlogin.Login(ctx, client, vault); err != nil {
-		log.Error("call failed", slog.String("call", "login"), slog.String("role", vault.Role), slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("call failed", err, slog.String("call", "login"), slog.String("role", vault.Role))
 	}
 
 	sum, err := garagecatalog.Run(ctx, catalog, &garagecatalog.VaultKV{Client: client}, nil, log)
 	if err != nil {
-		log.Error("call failed", slog.String("error", err.Error()),
+		return cli.Failed("call failed", err,
 			slog.Int("imported", sum.Imported), slog.Int("written_down", sum.WrittenDown), slog.Int("minted", sum.Minted),
 			slog.Int("buckets_created", sum.BucketsCreated), slog.Int("grants", sum.Grants))
-		return 1
 	}
 	log.Info("summary", slog.Int("keys", len(catalog.Keys)), slog.Int("kept", sum.Kept),
 		slog.Int("imported", sum.Imported), slog.Int("written_down", sum.WrittenDown), slog.Int("minted", sum.Minted),
 		slog.Int("buckets_created", sum.BucketsCreated), slog.Int("grants", sum.Grants), slog.Int("changes", sum.Changes()))
-	return 0
+	return nil
 }
 
 func readCatalog(path string) (*garagecatalog.Catalog, error) {

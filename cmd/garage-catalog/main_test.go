@@ -121,22 +121,24 @@ func TestRunAppliesTheCatalogThenChangesNothing(t *testing.T) {
 
 func TestRunFailsWithOneLineNamingTheCause(t *testing.T) {
 	j := newJob(t)
+	// A bad setting exits 2, a refusal or a failed call 1.
 	cases := map[string]struct {
 		change func(t *testing.T)
+		code   int
 		want   string
 	}{
-		"no catalog file named": {func(*testing.T) { delete(j.env, "CATALOG_FILE") }, "CATALOG_FILE"},
-		"no Vault address":      {func(*testing.T) { delete(j.env, "VAULT_ADDR") }, "VAULT_ADDR"},
+		"no catalog file named": {func(*testing.T) { delete(j.env, "CATALOG_FILE") }, 2, "CATALOG_FILE"},
+		"no Vault address":      {func(*testing.T) { delete(j.env, "VAULT_ADDR") }, 2, "VAULT_ADDR"},
 		"a catalog that is not one": {func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "c.json")
 			_ = os.WriteFile(f, []byte(`{"keys":[]}`), 0o600)
 			j.env["CATALOG_FILE"] = f
-		}, "refused by its schema"},
-		"a missing catalog":            {func(*testing.T) { j.env["CATALOG_FILE"] = "/nonexistent/catalog.json" }, "no such file"},
-		"a role Vault lacks":           {func(*testing.T) { j.env["VAULT_ROLE"] = "someone-else" }, "login"},
-		"another auth mount":           {func(*testing.T) { j.env["VAULT_AUTH_PATH"] = "elsewhere" }, "auth/elsewhere"},
-		"a token file that is not":     {func(*testing.T) { j.env["TOKEN_FILE"] = "/nonexistent/token" }, "login"},
-		"an address with a bad scheme": {func(*testing.T) { j.env["VAULT_ADDR"] = "://" }, "vault"},
+		}, 1, "refused by its schema"},
+		"a missing catalog":            {func(*testing.T) { j.env["CATALOG_FILE"] = "/nonexistent/catalog.json" }, 1, "no such file"},
+		"a role Vault lacks":           {func(*testing.T) { j.env["VAULT_ROLE"] = "someone-else" }, 1, "login"},
+		"another auth mount":           {func(*testing.T) { j.env["VAULT_AUTH_PATH"] = "elsewhere" }, 1, "auth/elsewhere"},
+		"a token file that is not":     {func(*testing.T) { j.env["TOKEN_FILE"] = "/nonexistent/token" }, 1, "login"},
+		"an address with a bad scheme": {func(*testing.T) { j.env["VAULT_ADDR"] = "://" }, 2, "vault"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -147,8 +149,8 @@ func TestRunFailsWithOneLineNamingTheCause(t *testing.T) {
 			t.Cleanup(func() { j.env = saved })
 			c.change(t)
 			code, lines, out := j.run(t)
-			if code != 1 || len(lines) != 1 || lines[0]["level"] != "ERROR" || !strings.Contains(out, c.want) {
-				t.Fatalf("exit %d, want 1 and one error line naming %q: %s", code, c.want, out)
+			if code != c.code || len(lines) != 1 || lines[0]["level"] != "ERROR" || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d, want %d and one error line naming %q: %s", code, c.code, c.want, out)
 			}
 			if j.garage.Writes() != 0 {
 				t.Error("a refused run wrote to Garage")
@@ -169,17 +171,17 @@ func TestRunFailsWhenGarageRefuses(t *testing.T) {
 }
 
 // variables are the variables the table in docs/garage-catalog.md names for the job.
-var variables = []string{"CATALOG_FILE", "VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "TOKEN_FILE"}
+var variables = []string{"CATALOG_FILE", "VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "TOKEN_FILE", "LOG_LEVEL"}
 
 func TestCommandLine(t *testing.T) {
-	clitest.Check(t, "garage-catalog", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	clitest.Conform(t, clitest.Binary{Name: "garage-catalog", Variables: variables, Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 		return run(context.Background(), args, getenv, stdout, stderr)
-	}, variables)
+	}})
 }
 
 func TestHelpNamesEveryVariableItReads(t *testing.T) {
 	env := clitest.Record(map[string]string{})
-	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard); code != 1 {
+	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard); code != 2 {
 		t.Fatalf("exit %d without CATALOG_FILE", code)
 	}
 	env.Named(t, variables)

@@ -25,49 +25,47 @@ func main() {
 var service = cli.Service{
 	Name: "postgres-catalog",
 	Summary: "postgres-catalog applies a PostgreSQL server's database catalog once and exits: 0 when the server\n" +
-		"and Vault hold the catalog, 1 on a bad setting, a refused catalog or a failed step.",
+		"and Vault hold the catalog, 2 on a bad setting, 1 on a refused catalog or a failed step.",
 	Variables: postgrescatalog.Variables,
 }
 
-// run answers --help and --version, or reads the settings, the catalog,
-// then Vault, then PostgreSQL, in that order: a bad setting or a refused
-// catalog never reaches either server. base carries what a test adds to
-// every connection (a statement tracer). Every way a run ends is one JSON
-// line on out.
+// run answers its command line, or applies the catalog once; base carries
+// what a test adds to every connection (a statement tracer). It returns the
+// exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, out io.Writer, base postgrescatalog.Connector) int {
-	if code, answered := service.Answer(args, stdout, out); answered {
-		return code
-	}
-	log := slog.New(slog.NewJSONHandler(out, nil))
-	env := settings.New(getenv)
-	vaultSettings := vaultlogin.Read(env, "postgres-catalog")
-	catalogFile := env.Required("CATALOG_FILE")
-	rootCert := env.String("PGSSLROOTCERT", "")
-	if err := env.Err(); err != nil {
-		log.Error("bad setting", slog.String("error", err.Error()))
-		return 1
+	return cli.NewEnv(getenv, stdout, out).Execute(ctx, cli.Command{Service: service,
+		Run: func(ctx context.Context, env cli.Env) error { return apply(ctx, env, base) }}, args)
+}
+
+// apply reads the settings, the catalog, then Vault, then PostgreSQL, in
+// that order: a bad setting or a refused catalog never reaches either
+// server. Every way a run ends is one log line.
+func apply(ctx context.Context, env cli.Env, base postgrescatalog.Connector) error {
+	log := env.Log
+	s := settings.New(env.Getenv)
+	vaultSettings := vaultlogin.Read(s, "postgres-catalog")
+	catalogFile := s.Required("CATALOG_FILE")
+	rootCert := s.String("PGSSLROOTCERT", "")
+	if err := s.Err(); err != nil {
+		return cli.BadSetting(err)
 	}
 
 	catalog, err := postgrescatalog.Load(catalogFile)
 	if err != nil {
-		log.Error("refused: nothing applied", slog.String("file", catalogFile), slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("refused: nothing applied", err, slog.String("file", catalogFile))
 	}
 
 	client, err := vaultlogin.NewClient(vaultSettings)
 	if err != nil {
-		log.Error("bad setting", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
 	}
 	if err := vaultlogin.Login(ctx, client, vaultSettings); err != nil {
-		log.Error("call failed", slog.String("call", "login"), slog.String("role", vaultSettings.Role), slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("call failed", err, slog.String("call", "login"), slog.String("role", vaultSettings.Role))
 	}
 	vault := &postgrescatalog.VaultClient{API: client}
 	admin, err := vault.ReadAdminLogin(ctx, catalog.AdminPath)
 	if err != nil {
-		log.Error("call failed", slog.String("call", "read admin login"), slog.String("path", catalog.AdminPath), slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("call failed", err, slog.String("call", "read admin login"), slog.String("path", catalog.AdminPath))
 	}
 
 	connector := base
@@ -76,16 +74,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	sum, err := applier.Apply(ctx)
 	if err != nil {
 		if step, ok := errors.AsType[*postgrescatalog.StepError](err); ok {
-			log.Error("step failed", slog.String("project", step.Project), slog.String("database", step.Database),
-				slog.String("step", string(step.Step)), slog.String("error", step.Err.Error()))
-			return 1
+			return cli.Failed("step failed", step.Err, slog.String("project", step.Project), slog.String("database", step.Database),
+				slog.String("step", string(step.Step)))
 		}
 		// Apply fails outside a Project's steps only before the first one,
 		// connecting to the server.
-		log.Error("call failed", slog.String("call", "connect"), slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("call failed", err, slog.String("call", "connect"))
 	}
 	log.Info("summary", slog.Int("projects", sum.Projects), slog.Int("changed", sum.Changed),
 		slog.Int("statements", sum.Statements), slog.Int("vaultWrites", sum.VaultWrites))
-	return 0
+	return nil
 }

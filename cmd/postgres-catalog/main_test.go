@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/postgrescatalog"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -220,26 +221,28 @@ func TestRunFailsOnASuperuserOwnedDatabase(t *testing.T) {
 	}
 }
 
-// Every way the job cannot start is one JSON line and exit 1.
+// Every way the job cannot start is one JSON line: exit 2 for a bad
+// setting, 1 for a refusal or a failed call.
 func TestRunStopsAtTheFailingCall(t *testing.T) {
 	f := newFixture(t)
 	file := f.catalogFile(t, "auth")
 	cases := []struct {
 		name  string
 		env   []string
+		code  int
 		msg   string
 		field string
 		value string
 	}{
-		{"no catalog file setting", []string{"CATALOG_FILE", ""}, "bad setting", "error", "CATALOG_FILE"},
-		{"a catalog file that is absent", []string{"CATALOG_FILE", filepath.Join(t.TempDir(), "absent")}, "refused: nothing applied", "file", "absent"},
-		{"an unknown Vault role", []string{"VAULT_ROLE", "nobody"}, "call failed", "call", "login"},
-		{"a bad Vault setting", []string{"VAULT_ADDR", "://"}, "bad setting", "error", "://"},
+		{"no catalog file setting", []string{"CATALOG_FILE", ""}, 2, cli.BadSettingMsg, "error", "CATALOG_FILE"},
+		{"a catalog file that is absent", []string{"CATALOG_FILE", filepath.Join(t.TempDir(), "absent")}, 1, "refused: nothing applied", "file", "absent"},
+		{"an unknown Vault role", []string{"VAULT_ROLE", "nobody"}, 1, "call failed", "call", "login"},
+		{"a bad Vault setting", []string{"VAULT_ADDR", "://"}, 2, cli.BadSettingMsg, "error", "://"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			code, lines := f.run(t, file, c.env...)
-			if code != 1 || len(lines) != 1 || lines[0]["msg"] != c.msg || !strings.Contains(lines[0][c.field].(string), c.value) {
+			if code != c.code || len(lines) != 1 || lines[0]["msg"] != c.msg || !strings.Contains(lines[0][c.field].(string), c.value) {
 				t.Fatalf("exit %d, %v", code, lines)
 			}
 		})
@@ -292,17 +295,17 @@ func (l *requestLog) writes() []string {
 }
 
 // variables are the variables the table in docs/postgres-catalog.md names for the job.
-var variables = []string{"CATALOG_FILE", "VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "TOKEN_FILE", "PGSSLROOTCERT"}
+var variables = []string{"CATALOG_FILE", "VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "TOKEN_FILE", "PGSSLROOTCERT", "LOG_LEVEL"}
 
 func TestCommandLine(t *testing.T) {
-	clitest.Check(t, "postgres-catalog", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	clitest.Conform(t, clitest.Binary{Name: "postgres-catalog", Variables: variables, Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 		return run(context.Background(), args, getenv, stdout, stderr, postgrescatalog.Connector{})
-	}, variables)
+	}})
 }
 
 func TestHelpNamesEveryVariableItReads(t *testing.T) {
 	env := clitest.Record(map[string]string{})
-	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard, postgrescatalog.Connector{}); code != 1 {
+	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard, postgrescatalog.Connector{}); code != 2 {
 		t.Fatalf("exit %d without CATALOG_FILE", code)
 	}
 	env.Named(t, variables)

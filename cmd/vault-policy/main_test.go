@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultlogin"
@@ -211,7 +212,7 @@ func TestRunStopsAtTheFailingCall(t *testing.T) {
 
 func TestRunSettings(t *testing.T) {
 	code, lines := runWith(t, map[string]string{})
-	if code != 1 || len(lines) != 1 || !strings.Contains(lines[0]["error"].(string), "VAULT_ADDR") {
+	if code != 2 || len(lines) != 1 || !strings.Contains(lines[0]["error"].(string), "VAULT_ADDR") {
 		t.Fatalf("exit %d, lines %v", code, lines)
 	}
 	// The defaults: the render at /policies, which a test machine has not.
@@ -223,12 +224,12 @@ func TestRunSettings(t *testing.T) {
 	// environment variables when malformed.
 	mounted := mountSet(t, "render", "auth")
 	code, lines = runWith(t, map[string]string{"VAULT_ADDR": "://vault", "POLICIES_DIR": mounted})
-	if code != 1 || lines[0]["msg"] != "bad setting" || !strings.Contains(lines[0]["error"].(string), "://vault") {
+	if code != 2 || lines[0]["msg"] != cli.BadSettingMsg || !strings.Contains(lines[0]["error"].(string), "://vault") {
 		t.Fatalf("exit %d, lines %v", code, lines)
 	}
 	t.Setenv("VAULT_MAX_RETRIES", "many")
 	code, lines = runWith(t, map[string]string{"VAULT_ADDR": "http://127.0.0.1:1", "POLICIES_DIR": mounted})
-	if code != 1 || lines[0]["msg"] != "bad setting" || !strings.Contains(lines[0]["error"].(string), "VAULT_*") {
+	if code != 2 || lines[0]["msg"] != cli.BadSettingMsg || !strings.Contains(lines[0]["error"].(string), "VAULT_*") {
 		t.Fatalf("exit %d, lines %v", code, lines)
 	}
 	t.Setenv("VAULT_MAX_RETRIES", "")
@@ -276,17 +277,17 @@ func TestRunGrantsWorkAsRendered(t *testing.T) {
 }
 
 // variables are the variables the table in docs/vault-policy.md names for the job.
-var variables = []string{"VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "POLICIES_DIR", "TOKEN_FILE"}
+var variables = []string{"VAULT_ADDR", "VAULT_ROLE", "VAULT_AUTH_PATH", "POLICIES_DIR", "TOKEN_FILE", "LOG_LEVEL"}
 
 func TestCommandLine(t *testing.T) {
-	clitest.Check(t, "vault-policy", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	clitest.Conform(t, clitest.Binary{Name: "vault-policy", Variables: variables, Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 		return run(context.Background(), args, getenv, stdout, stderr)
-	}, variables)
+	}})
 }
 
 func TestHelpNamesEveryVariableItReads(t *testing.T) {
 	env := clitest.Record(map[string]string{})
-	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard); code != 1 {
+	if code := run(context.Background(), nil, env.Getenv, io.Discard, io.Discard); code != 2 {
 		t.Fatalf("exit %d without VAULT_ADDR", code)
 	}
 	env.Named(t, variables)
