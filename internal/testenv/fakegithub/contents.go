@@ -272,6 +272,8 @@ func (s *Server) putContents(w http.ResponseWriter, r *http.Request) {
 	}
 	content, err := base64.StdEncoding.DecodeString(*req.Content)
 	if err != nil {
+		// The schema says only "string"; GitHub refuses what is not Base64.
+		s.violate(fmt.Errorf("request %s %s: content is not Base64: %w", r.Method, r.URL.Path, err))
 		writeError(w, http.StatusUnprocessableEntity, "content is not valid Base64")
 		return
 	}

@@ -361,6 +361,10 @@ func (s *Server) createStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("Validation Failed: state %q is not a member of %v", *req.State, deploymentStates))
 		return
 	case utf8.RuneCountInString(req.Description) > maxStatusDescription:
+		// The limit is in the description's prose, not its schema, so the
+		// request passed validation: it is reported here instead.
+		s.violate(fmt.Errorf("request %s %s: a status description of %d characters; GitHub takes at most %d",
+			r.Method, r.URL.Path, utf8.RuneCountInString(req.Description), maxStatusDescription))
 		writeError(w, http.StatusUnprocessableEntity, "Validation Failed: description is too long (maximum is 140 characters)")
 		return
 	}

@@ -78,9 +78,9 @@ func TestDeploymentsAndStatusesThroughGoGitHub(t *testing.T) {
 		}
 	}
 	// The description states the 140 characters only in prose: the double
-	// refuses those as GitHub does, the schema the other two.
-	if v := fake.Violations(); len(v) != 2 {
-		t.Errorf("violations %v, want the unknown state and the missing one", v)
+	// refuses and reports those itself, the schema the other two.
+	if v := fake.Violations(); len(v) != 3 {
+		t.Errorf("violations %v, want the long description, the unknown state and the missing one", v)
 	}
 	if _, _, err := gh.Repositories.CreateDeploymentStatus(ctx, "acme", "app", first, &github.DeploymentStatusRequest{
 		State: github.Ptr("in_progress"), Description: github.Ptr(strings.Repeat("é", 140))}); err != nil {

@@ -101,6 +101,9 @@ func TestAnInvalidRequestIsRefusedAndReported(t *testing.T) {
 		{"a body that is not JSON", http.MethodPost, statuses, `{"state":`, http.StatusBadRequest, "create-deployment-status"},
 		{"a deployment id that is not a number", http.MethodGet, "/repos/" + repo + "/deployments/latest/statuses", "", http.StatusNotFound, "deployment_id"},
 		{"a page that is not a number", http.MethodGet, "/repos/" + repo + "/deployments?page=two", "", http.StatusUnprocessableEntity, `"page"`},
+		// Two refusals GitHub states in prose, not in the schema.
+		{"a description over 140 characters", http.MethodPost, statuses, `{"state":"success","description":"` + strings.Repeat("x", 141) + `"}`, http.StatusUnprocessableEntity, "141 characters"},
+		{"content that is not Base64", http.MethodPut, "/repos/" + repo + "/contents/a.yml", `{"message":"m","content":"not base64!"}`, http.StatusUnprocessableEntity, "not Base64"},
 		// GitHub ignores a query parameter it does not know, so the double
 		// serves it, but a misspelt filter would silently list everything.
 		{"an undeclared query parameter", http.MethodGet, "/repos/" + repo + "/deployments?env=production", "", http.StatusOK, `"env" is not declared`},
