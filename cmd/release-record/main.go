@@ -17,8 +17,8 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
 	"github.com/JorisJonkers-dev/delivery/internal/releasehistory"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
@@ -194,7 +194,7 @@ func build(cfg config, getenv func(string) string, now func() time.Time, logger 
 		}
 	}
 	svc := &releaserecord.Service{Store: store, Sink: sink, Logger: logger, Now: now}
-	kube, err := reporter.NewKube(rest)
+	kube, err := releasepath.NewKube(rest)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,7 +207,7 @@ func build(cfg config, getenv func(string) string, now func() time.Time, logger 
 		return nil, nil, err
 	}
 	flux := &releaserecord.Flux{Namespace: cfg.fluxNamespace, Cluster: cfg.cluster, Env: cfg.env, Kube: kube,
-		Gate: reporter.NewGateClient(cfg.gateURL), Origins: origins, Holds: holds, Logger: logger}
+		Gate: releasepath.NewGateClient(cfg.gateURL), Origins: origins, Holds: holds, Logger: logger}
 	return svc, &releaserecord.Observer{Source: flux, Service: svc, Logger: logger}, nil
 }
 

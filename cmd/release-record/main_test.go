@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -154,7 +154,7 @@ status:
   lastAppliedRevision: "%[7]s"
   lastAttemptedRevision: "latest@%[2]s"
   conditions: [{type: Ready, status: "%[8]s", reason: Progressing, message: "", lastTransitionTime: "2026-12-02T10:00:00Z"}]`,
-			fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, reporter.AnnotationDigest, version, applied, ready)); err != nil {
+			fluxNS, pin, releasepath.AnnotationRepository, releasepath.AnnotationVersion, releasepath.AnnotationDigest, version, applied, ready)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gaterelease "github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -46,7 +46,7 @@ func newFluxWorld(t *testing.T) *fluxWorld {
 	if w.store, err = rr.NewKubeStore(cfg, recordNS); err != nil {
 		t.Fatal(err)
 	}
-	kube, err := reporter.NewKube(cfg)
+	kube, err := releasepath.NewKube(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func newFluxWorld(t *testing.T) *fluxWorld {
 	logger := slog.New(slog.NewJSONHandler(w.logs, nil))
 	svc := &rr.Service{Store: w.store, Sink: sink, Logger: logger}
 	w.observer = &rr.Observer{Service: svc, Logger: logger,
-		Source: &rr.Flux{Namespace: w.fluxNS, Cluster: "prod-eu", Env: "prod", Kube: kube, Gate: reporter.NewGateClient(gate.URL), Origins: origins, Holds: holds, Logger: logger}}
+		Source: &rr.Flux{Namespace: w.fluxNS, Cluster: "prod-eu", Env: "prod", Kube: kube, Gate: releasepath.NewGateClient(gate.URL), Origins: origins, Holds: holds, Logger: logger}}
 	return w
 }
 
@@ -99,7 +99,7 @@ status:
   lastAppliedOriginRevision: "main@sha1:commit-of-%[7]s"
   conditions: [{type: Ready, status: "%[8]s", reason: %[9]s, message: "as the test says", lastTransitionTime: "2026-12-02T10:00:00Z"}]
   inventory: {entries: [{id: %[10]s_api_flagger.app_Canary, v: v1beta1}]}`,
-		w.fluxNS, pin, reporter.AnnotationRepository, reporter.AnnotationVersion, version, reporter.AnnotationDigest, applied, ready, reason, w.appNS)
+		w.fluxNS, pin, releasepath.AnnotationRepository, releasepath.AnnotationVersion, version, releasepath.AnnotationDigest, applied, ready, reason, w.appNS)
 }
 
 // canary writes the Canary api in phase, its spec applied and, settled,

@@ -3,7 +3,7 @@ package releaserecord
 import (
 	"context"
 
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // Pushed is a source that posts its facts to the service: Argo Rollouts'
@@ -58,5 +58,5 @@ type Holds interface {
 	// Held reads what the gate holds of the Application the members'
 	// Canaries carry. known is false when the gate's word cannot be read
 	// (no Application named, its record unreadable): no fact is said then.
-	Held(ctx context.Context, members []reporter.Member) (reason string, known bool, err error)
+	Held(ctx context.Context, members []releasepath.Member) (reason string, known bool, err error)
 }

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/JorisJonkers-dev/delivery/internal/release"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // The annotations beside the Rollout ones that make a unit's release a
@@ -21,15 +23,30 @@ const (
 	AnnotationRollbackReason = "delivery.jorisjonkers.dev/rollback-reason"
 )
 
+// FluxReader is what the Flux look reads of the release path: the units,
+// their sources and members (releasepath.Kube reads them).
+type FluxReader interface {
+	Units(ctx context.Context, namespace string) ([]releasepath.UnitObject, error)
+	Source(ctx context.Context, namespace, name string) (releasepath.Source, error)
+	Member(ctx context.Context, canary types.NamespacedName) (releasepath.Member, error)
+}
+
+// GateWarmups reads the Release Gate's warmup records
+// (releasepath.GateClient reads them over the gate's GET /releases).
+type GateWarmups interface {
+	Releases(ctx context.Context) (map[string]releasepath.Warmup, error)
+}
+
 // Flux is this product's path: the Projects' Flux units in Namespace with
 // the Rollout annotations, their OCIRepositories, the Canaries of their
-// inventory and the Release Gate's warmups, read with the Reporter's own
-// readers, so both services see a release the same way.
+// inventory and the Release Gate's warmups, read through the release path's
+// read model, as the Reporter reads them, so both services see a release
+// the same way.
 type Flux struct {
 	Namespace    string
 	Cluster, Env string
-	Kube         reporter.Cluster
-	Gate         reporter.GateReader
+	Kube         FluxReader
+	Gate         GateWarmups
 	// Origins reads where a unit's artifacts came from, for the record's
 	// gitRevision; nil leaves it "".
 	Origins Origins
@@ -50,13 +67,13 @@ func (f *Flux) Name() string { return "flux" }
 
 // FluxUnit is what one look saw of a Project's unit.
 type FluxUnit struct {
-	Unit    reporter.UnitObject
-	Rollout reporter.Rollout
+	Unit    releasepath.UnitObject
+	Rollout releasepath.Rollout
 	// Source is the unit's OCIRepository; zero when it is missing or not
 	// pinned to a digest.
-	Source  reporter.Source
-	Members []reporter.Member
-	Gate    reporter.Gate
+	Source  releasepath.Source
+	Members []releasepath.Member
+	Gate    releasepath.Gate
 	// Origin is where the unit's artifacts came from (GitRevision).
 	Origin Origin
 	// Namespace is the unit's, for the objects the release moved.
@@ -74,11 +91,11 @@ func (f *Flux) Observe(ctx context.Context) ([]Fact, error) {
 		return nil, err
 	}
 	var facts []Fact
-	var gate *reporter.Gate
+	var gate *releasepath.Gate
 	var failed error
 	for _, u := range units {
-		rollout, err := reporter.RolloutOf(u.Annotations)
-		if errors.Is(err, reporter.ErrNoRollout) {
+		rollout, err := releasepath.RolloutOf(u.Annotations)
+		if errors.Is(err, releasepath.ErrNoRollout) {
 			continue
 		}
 		if err == nil && u.SourceKind != "OCIRepository" {
@@ -89,7 +106,7 @@ func (f *Flux) Observe(ctx context.Context) ([]Fact, error) {
 			continue
 		}
 		view := FluxUnit{Unit: u, Rollout: rollout, Namespace: f.Namespace}
-		if view.Source, err = f.Kube.Source(ctx, u.Source.Namespace, u.Source.Name); err != nil && !errors.Is(err, reporter.ErrNotFound) {
+		if view.Source, err = f.Kube.Source(ctx, u.Source.Namespace, u.Source.Name); err != nil && !errors.Is(err, releasepath.ErrNotFound) {
 			failed = errors.Join(failed, err)
 			continue
 		}
@@ -108,7 +125,7 @@ func (f *Flux) Observe(ctx context.Context) ([]Fact, error) {
 			view.Members = append(view.Members, m)
 		}
 		if gate == nil && len(view.Members) > 0 && view.Source.Pin != "" {
-			g := reporter.Gate{}
+			g := releasepath.Gate{}
 			if f.Gate != nil {
 				g.Warmups, err = f.Gate.Releases(ctx)
 				g.Answered = err == nil
@@ -156,16 +173,12 @@ func (f *Flux) skip(ctx context.Context, unit, why string) {
 	}
 }
 
-// dependencyNotReady is Flux's Ready reason for a unit that waits on
-// another: waiting, not failing.
-const dependencyNotReady = "DependencyNotReady"
-
 // FluxFacts is what a unit shows, as facts: the Rollout's release merged,
 // then at most one of a sync failure (the unit, or before it applies the pin
 // its source, not Ready on the release, from its first failed attempt),
 // Progressing before the unit records the pin applied (it attempted the
 // pin and a Canary analyses), Degraded with the abort flag (a
-// Canary Flagger failed), Healthy (the Reporter's test: every member
+// Canary Flagger failed), Healthy (releasepath.Decide's test: every member
 // settled and promoted and warmed up, or a unit without members applied and
 // Ready), Degraded without it (promoted, but the warmup failed), or
 // Progressing (applied, and not through). The pod hash is each member's
@@ -200,16 +213,15 @@ func fluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 		merged.Order.ObjectGeneration = u.Origin.SourceGeneration
 	}
 	facts := []Fact{merged}
-	in := reporter.Input{Project: u.Unit.Project, Version: u.Rollout.Version, RolloutDigest: u.Rollout.Digest, Pin: u.Source.Pin,
+	in := releasepath.Input{Project: u.Unit.Project, Version: u.Rollout.Version, RolloutDigest: u.Rollout.Digest, Pin: u.Source.Pin,
 		Source: u.Source.Ready, Unit: u.Unit.Unit, Members: u.Members, Gate: u.Gate, RolloutURL: u.Rollout.URL}
 	phase := func(p Phase) Fact { return Fact{Release: rel, Phase: p, PodHash: podHash(u.Members)} }
 	ready := u.Unit.Unit.Ready
-	fluxFailed := ready.Status == "False" && ready.Reason != dependencyNotReady &&
-		reporter.RevisionDigest(u.Unit.Unit.AttemptedRevision) == u.Source.Pin
+	fluxFailed := in.FluxFailed()
 	if !in.Pinned() {
 		return facts, nil
 	}
-	syncFailed := func(why reporter.Condition) []Fact {
+	syncFailed := func(why releasepath.Condition) []Fact {
 		return append(facts, Fact{Release: rel, Phase: PhaseSyncFailed, Message: why.Reason + ": " + why.Message})
 	}
 	if !in.Applied() {
@@ -220,7 +232,7 @@ func fluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 			return syncFailed(u.Source.Ready), nil
 		case u.Origin.SourceFailure.Pin == u.Source.Pin && u.Origin.SourceFailure.Status == "False":
 			return syncFailed(u.Origin.SourceFailure.Condition), nil
-		case reporter.RevisionDigest(u.Unit.Unit.AttemptedRevision) == u.Source.Pin && analysing(u.Members):
+		case releasepath.RevisionDigest(u.Unit.Unit.AttemptedRevision) == u.Source.Pin && analysing(u.Members):
 			// Flux records a revision as applied only once its health
 			// checks pass, which waits on the Canaries' analyses: a Canary
 			// analysing the attempted pin is the release progressing.
@@ -238,13 +250,13 @@ func fluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 	if fluxFailed {
 		return syncFailed(ready), nil
 	}
-	d := reporter.Decide(in)
+	d := releasepath.Decide(in)
 	switch {
 	case !d.Write:
 		return facts, nil
-	case d.Status.State == reporter.StateSuccess:
+	case d.Status.State == releasepath.StateSuccess:
 		return append(facts, phase(PhaseHealthy)), nil
-	case d.Status.State == reporter.StateFailure:
+	case d.Status.State == releasepath.StateFailure:
 		f := phase(PhaseDegraded)
 		f.Message = d.Status.Description
 		return append(facts, f), nil
@@ -258,7 +270,7 @@ var analysingPhases = []string{release.PhaseProgressing, release.PhaseWaiting, r
 	release.PhasePromoting, release.PhaseFinalising}
 
 // analysing reports whether a member's Canary is in one of them.
-func analysing(members []reporter.Member) bool {
+func analysing(members []releasepath.Member) bool {
 	for _, m := range members {
 		if m.State.HasCanary && slices.Contains(analysingPhases, m.State.Canary.Phase) {
 			return true
@@ -281,7 +293,7 @@ func unitObjects(u FluxUnit) string {
 }
 
 // podHash joins each member's lastAppliedSpec, by member.
-func podHash(members []reporter.Member) string {
+func podHash(members []releasepath.Member) string {
 	var parts []string
 	for _, m := range members {
 		if m.State.HasCanary && m.State.Canary.LastAppliedSpec != "" {

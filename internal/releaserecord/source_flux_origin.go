@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -17,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // OCIRevisionAnnotation is the OCI annotation Flux reads an artifact's
@@ -37,7 +38,7 @@ type Origin struct {
 	// SourceFailure is the source's Ready condition when it is False about
 	// the spec pinning Pin, said before status.observedGeneration reaches
 	// that spec: the source controller moves it only once it stops
-	// retrying, so the Reporter's read sees a first failed fetch late.
+	// retrying, so the path's read (releasepath.Kube) sees a first failed fetch late.
 	SourceFailure SourceFailure
 	// SourceGeneration is the source's ObjectGenerationOf while its spec
 	// pins SourcePin: each release moves the pin, so a later release is a
@@ -48,13 +49,13 @@ type Origin struct {
 // SourceFailure is a source's Ready condition about the spec that pins Pin.
 type SourceFailure struct {
 	Pin string
-	reporter.Condition
+	releasepath.Condition
 }
 
-// Origins reads a unit's Origin; the Reporter's reads do not carry it.
+// Origins reads a unit's Origin; the path's reads do not carry it.
 type Origins interface {
 	// Origin reads the unit, in namespace, and its source.
-	Origin(ctx context.Context, namespace string, unit reporter.UnitObject) (Origin, error)
+	Origin(ctx context.Context, namespace string, unit releasepath.UnitObject) (Origin, error)
 }
 
 // GitRevision is the revision of source a unit's release was built from:
@@ -70,9 +71,9 @@ func GitRevision(u FluxUnit) string {
 	}
 	var origin string
 	switch {
-	case reporter.RevisionDigest(u.Unit.Unit.AppliedRevision) == pin && u.Origin.Applied != "":
+	case releasepath.RevisionDigest(u.Unit.Unit.AppliedRevision) == pin && u.Origin.Applied != "":
 		origin = u.Origin.Applied
-	case reporter.RevisionDigest(u.Origin.ArtifactRevision) == pin:
+	case releasepath.RevisionDigest(u.Origin.ArtifactRevision) == pin:
 		origin = u.Origin.ArtifactOrigin
 	}
 	return commitOf(origin)
@@ -116,7 +117,7 @@ func NewKubeOrigins(cfg *rest.Config) (*KubeOrigins, error) {
 }
 
 // Origin reads the unit and its source; one that is gone has no Origin.
-func (k *KubeOrigins) Origin(ctx context.Context, namespace string, unit reporter.UnitObject) (Origin, error) {
+func (k *KubeOrigins) Origin(ctx context.Context, namespace string, unit releasepath.UnitObject) (Origin, error) {
 	var ks kustomizev1.Kustomization
 	var repo sourcev1.OCIRepository
 	unitName := types.NamespacedName{Namespace: namespace, Name: unit.Name}
@@ -149,9 +150,9 @@ func OriginOf(ks *kustomizev1.Kustomization, repo *sourcev1.OCIRepository) Origi
 	o.SourcePin = pin
 	o.SourceGeneration = ObjectGenerationOf("OCIRepository", repo.Namespace, repo.Name, string(repo.UID), strconv.FormatInt(repo.Generation, 10))
 	// A condition carries the generation it speaks of.
-	ready := apimeta.FindStatusCondition(repo.Status.Conditions, "Ready")
+	ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
 	if ready != nil && ready.Status == metav1.ConditionFalse && ready.ObservedGeneration == repo.Generation {
-		o.SourceFailure = SourceFailure{Pin: pin, Condition: reporter.Condition{Status: string(ready.Status), Reason: ready.Reason, Message: ready.Message}}
+		o.SourceFailure = SourceFailure{Pin: pin, Condition: releasepath.Condition{Status: string(ready.Status), Reason: ready.Reason, Message: ready.Message}}
 	}
 	return o
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 	gaterelease "github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 )
 
 var (
@@ -22,26 +22,26 @@ var (
 
 // view is a unit of the Project docs at 2.1.0, pinned and applied, Ready,
 // with the members given.
-func view(members ...reporter.Member) rr.FluxUnit {
+func view(members ...releasepath.Member) rr.FluxUnit {
 	return rr.FluxUnit{
-		Unit: reporter.UnitObject{Name: "project-docs", Project: "docs", Annotations: map[string]string{}, SourceKind: "OCIRepository",
+		Unit: releasepath.UnitObject{Name: "project-docs", Project: "docs", Annotations: map[string]string{}, SourceKind: "OCIRepository",
 			Source: types.NamespacedName{Namespace: "flux-system", Name: "project-docs"},
-			Unit: reporter.Unit{AppliedRevision: "latest@" + pin1, AttemptedRevision: "latest@" + pin1,
-				Ready: reporter.Condition{Status: "True", Reason: "ReconciliationSucceeded"}}},
-		Rollout: reporter.Rollout{Repository: githubapp.Repository{Owner: "acme", Name: "docs"}, Version: "2.1.0", Digest: pin1},
-		Source:  reporter.Source{Pin: pin1, Ready: reporter.Condition{Status: "True"}},
+			Unit: releasepath.Unit{AppliedRevision: "latest@" + pin1, AttemptedRevision: "latest@" + pin1,
+				Ready: releasepath.Condition{Status: "True", Reason: "ReconciliationSucceeded"}}},
+		Rollout: releasepath.Rollout{Repository: githubapp.Repository{Owner: "acme", Name: "docs"}, Version: "2.1.0", Digest: pin1},
+		Source:  releasepath.Source{Pin: pin1, Ready: releasepath.Condition{Status: "True"}},
 		Members: members,
-		Gate:    reporter.Gate{Answered: true},
+		Gate:    releasepath.Gate{Answered: true},
 	}
 }
 
 // member is a member in phase; settled promotes its spec and gives its
 // primary what its Deployment runs.
-func member(name, phase string, settled bool) reporter.Member {
+func member(name, phase string, settled bool) releasepath.Member {
 	dep := func(image string) *gaterelease.Deployment {
 		return &gaterelease.Deployment{Name: name, Containers: []gaterelease.Container{{Name: "app", Image: image}}}
 	}
-	m := reporter.Member{Namespace: "docs", State: gaterelease.MemberState{Process: name, HasCanary: true,
+	m := releasepath.Member{Namespace: "docs", State: gaterelease.MemberState{Process: name, HasCanary: true,
 		Canary: gaterelease.Canary{Name: name, Phase: phase, LastAppliedSpec: name + "-spec-new", LastPromotedSpec: name + "-spec-old"},
 		Target: dep("img:new"), Primary: dep("img:old")}, Iterations: 4, ChangedAt: t0}
 	if settled {
@@ -55,23 +55,23 @@ func TestFluxFacts(t *testing.T) {
 	notPinned := view()
 	notPinned.Source.Pin = pin0
 	sourceFails := view()
-	sourceFails.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin0, Ready: reporter.Condition{Status: "True"}}
-	sourceFails.Source.Ready = reporter.Condition{Status: "False", Reason: "OCIArtifactPullFailed", Message: "unauthorized"}
+	sourceFails.Unit.Unit = releasepath.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin0, Ready: releasepath.Condition{Status: "True"}}
+	sourceFails.Source.Ready = releasepath.Condition{Status: "False", Reason: "OCIArtifactPullFailed", Message: "unauthorized"}
 	unitFails := view()
-	unitFails.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
-		Ready: reporter.Condition{Status: "False", Reason: "BuildFailed", Message: "kustomize build failed"}}
+	unitFails.Unit.Unit = releasepath.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
+		Ready: releasepath.Condition{Status: "False", Reason: "BuildFailed", Message: "kustomize build failed"}}
 	waiting := view()
-	waiting.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
-		Ready: reporter.Condition{Status: "False", Reason: "DependencyNotReady"}}
+	waiting.Unit.Unit = releasepath.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
+		Ready: releasepath.Condition{Status: "False", Reason: "DependencyNotReady"}}
 	applying := view()
-	applying.Unit.Unit.Ready = reporter.Condition{Status: "Unknown", Reason: "Progressing"}
+	applying.Unit.Unit.Ready = releasepath.Condition{Status: "Unknown", Reason: "Progressing"}
 	failedAfterApply := view(member("api", gaterelease.PhaseSucceeded, true))
-	failedAfterApply.Unit.Unit.Ready = reporter.Condition{Status: "False", Reason: "HealthCheckFailed", Message: "timeout"}
+	failedAfterApply.Unit.Unit.Ready = releasepath.Condition{Status: "False", Reason: "HealthCheckFailed", Message: "timeout"}
 	gated := member("api", gaterelease.PhaseSucceeded, true)
 	gated.State.Canary.Webhooks = []map[string]string{{"application": "docs", "revision": "sha256:" + strings.Repeat("a", 64)}}
 	warmupFailed := view(gated)
-	warmupFailed.Gate.Warmups = map[string]reporter.Warmup{"docs/docs": {Revision: "sha256:" + strings.Repeat("a", 64),
-		Failed: &reporter.WarmupFailure{Request: "GET /", Status: 500}}}
+	warmupFailed.Gate.Warmups = map[string]releasepath.Warmup{"docs/docs": {Revision: "sha256:" + strings.Repeat("a", 64),
+		Failed: &releasepath.WarmupFailure{Request: "GET /", Status: 500}}}
 	warming := view(gated)
 	failed := member("ui", gaterelease.PhaseFailed, false)
 	failed.Message = "canary analysis failed"
@@ -83,10 +83,10 @@ func TestFluxFacts(t *testing.T) {
 	badProject.Unit.Project = "Docs"
 	// Flux records the pin applied only once its health checks pass, which
 	// wait on the Canaries.
-	beforeApplied := func(members ...reporter.Member) rr.FluxUnit {
+	beforeApplied := func(members ...releasepath.Member) rr.FluxUnit {
 		u := view(members...)
-		u.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
-			Ready: reporter.Condition{Status: "Unknown", Reason: "Progressing", Message: "Health check in progress"}}
+		u.Unit.Unit = releasepath.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin1,
+			Ready: releasepath.Condition{Status: "Unknown", Reason: "Progressing", Message: "Health check in progress"}}
 		return u
 	}
 	analysingEarly := beforeApplied(member("api", gaterelease.PhaseProgressing, false))
@@ -94,9 +94,9 @@ func TestFluxFacts(t *testing.T) {
 	notAttempted := beforeApplied(member("api", gaterelease.PhaseProgressing, false))
 	notAttempted.Unit.Unit.AttemptedRevision = "latest@" + pin0
 	fetchRetrying := view()
-	fetchRetrying.Unit.Unit = reporter.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin0, Ready: reporter.Condition{Status: "True"}}
-	fetchRetrying.Source.Ready = reporter.Condition{}
-	fetchRetrying.Origin.SourceFailure = rr.SourceFailure{Pin: pin1, Condition: reporter.Condition{Status: "False", Reason: "OCIArtifactPullFailed", Message: "manifest unknown"}}
+	fetchRetrying.Unit.Unit = releasepath.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin0, Ready: releasepath.Condition{Status: "True"}}
+	fetchRetrying.Source.Ready = releasepath.Condition{}
+	fetchRetrying.Origin.SourceFailure = rr.SourceFailure{Pin: pin1, Condition: releasepath.Condition{Status: "False", Reason: "OCIArtifactPullFailed", Message: "manifest unknown"}}
 	fetchRetryingBefore := fetchRetrying
 	fetchRetryingBefore.Origin.SourceFailure.Pin = pin0
 

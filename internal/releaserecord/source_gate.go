@@ -14,7 +14,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // HeldAnalysisFailed is the gate's reason for a release Flagger failed after
@@ -53,7 +53,7 @@ func (g *GateRecords) Name() string { return "release-gate" }
 
 // Held gets the record of the Application the members' Canaries carry and
 // decides from it and them. No record is no release pinned: not held.
-func (g *GateRecords) Held(ctx context.Context, members []reporter.Member) (string, bool, error) {
+func (g *GateRecords) Held(ctx context.Context, members []releasepath.Member) (string, bool, error) {
 	app, ok := ApplicationOf(members)
 	if !ok {
 		return "", false, nil
@@ -82,7 +82,7 @@ type Application struct{ Namespace, Name string }
 
 // ApplicationOf is the one Application every member's Canary carries; ok is
 // false when a member has no Canary, carries none, or they disagree.
-func ApplicationOf(members []reporter.Member) (Application, bool) {
+func ApplicationOf(members []releasepath.Member) (Application, bool) {
 	var app Application
 	for i, m := range members {
 		if !m.State.HasCanary {
@@ -115,7 +115,7 @@ func ApplicationOf(members []reporter.Member) (Application, bool) {
 // more than the gate's next round decides and writes. The older
 // gate's other reasons rest on its inputs and Jobs, which its record does
 // not carry: they are not said.
-func HeldOf(rec *release.Record, members []reporter.Member) string {
+func HeldOf(rec *release.Record, members []releasepath.Member) string {
 	if rec == nil || rec.Pinned == "" || rec.Since == nil {
 		return ""
 	}
@@ -140,7 +140,7 @@ func HeldOf(rec *release.Record, members []reporter.Member) string {
 }
 
 // allCarry reports whether every member's Canary carries revision.
-func allCarry(members []reporter.Member, revision string) bool {
+func allCarry(members []releasepath.Member, revision string) bool {
 	for _, m := range members {
 		if !m.State.HasCanary {
 			return false

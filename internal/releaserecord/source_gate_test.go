@@ -12,8 +12,8 @@ import (
 
 	gaterelease "github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
 )
 
 var (
@@ -23,7 +23,7 @@ var (
 
 // carrying is a member of the Application docs whose Canary carries rev,
 // in phase since changed.
-func carrying(name, rev, phase string, changed time.Time) reporter.Member {
+func carrying(name, rev, phase string, changed time.Time) releasepath.Member {
 	m := member(name, phase, false)
 	m.State.Canary.Webhooks = []map[string]string{{"application": "docs", "revision": rev}, {"other": "hook"}}
 	m.ChangedAt = changed
@@ -41,23 +41,23 @@ func TestHeldOf(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		rec     *gaterelease.Record
-		members []reporter.Member
+		members []releasepath.Member
 		want    string
 	}{
-		{name: "no record: nothing pinned, not held", members: []reporter.Member{carrying("api", revA, gaterelease.PhaseFailed, t0)}},
+		{name: "no record: nothing pinned, not held", members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseFailed, t0)}},
 		{name: "a record pinning nothing: what is applied serves", rec: &gaterelease.Record{Serving: revA},
-			members: []reporter.Member{carrying("api", revA, gaterelease.PhaseFailed, t0)}},
+			members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseFailed, t0)}},
 		{name: "pinned and analysing: not held", rec: pinned(revA, since),
-			members: []reporter.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0.Add(time.Minute))}},
+			members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0.Add(time.Minute))}},
 		{name: "pinned and a member failed after: analysis-failed", rec: pinned(revA, since),
-			members: []reporter.Member{carrying("api", revA, gaterelease.PhaseSucceeded, t0), carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))},
+			members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseSucceeded, t0), carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))},
 			want:    "analysis-failed"},
 		{name: "a failure within the second the gate first saw it is this release's", rec: pinned(revA, since),
-			members: []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0)}, want: "analysis-failed"},
+			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0)}, want: "analysis-failed"},
 		{name: "a failure from before it was seen is the release before's", rec: pinned(revA, since),
-			members: []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(-time.Second))}},
+			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(-time.Second))}},
 		{name: "a failed Canary carrying another revision is not this release's", rec: pinned(revA, since),
-			members: []reporter.Member{carrying("ui", revB, gaterelease.PhaseFailed, t0.Add(time.Minute))}},
+			members: []releasepath.Member{carrying("ui", revB, gaterelease.PhaseFailed, t0.Add(time.Minute))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := rr.HeldOf(tc.rec, tc.members); got != tc.want {
@@ -89,26 +89,26 @@ func TestHeldOfRecorded(t *testing.T) {
 		r.Held = &gaterelease.HeldRecord{Reason: reason, Cause: "what holds it", Since: since}
 		return r
 	}
-	analysing := []reporter.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0), carrying("ui", revA, gaterelease.PhaseSucceeded, t0)}
+	analysing := []releasepath.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0), carrying("ui", revA, gaterelease.PhaseSucceeded, t0)}
 	for _, tc := range []struct {
 		name    string
 		rec     *gaterelease.Record
-		members []reporter.Member
+		members []releasepath.Member
 		want    string
 	}{
 		{name: "stale-proof, which no Canary shows", rec: holding(revA, releasegate.HeldStaleProof), members: analysing, want: "stale-proof"},
 		{name: "migration-failed, which no Canary shows", rec: holding(revA, releasegate.HeldMigrationFailed), members: analysing, want: "migration-failed"},
 		{name: "analysis-failed", rec: holding(revA, releasegate.HeldAnalysisFailed),
-			members: []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
+			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
 		{name: "the recorded word over the inference: a failed member, held for its migration", rec: holding(revA, releasegate.HeldMigrationFailed),
-			members: []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "migration-failed"},
+			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "migration-failed"},
 		{name: "Canaries carrying another revision: the release before's hold", rec: holding(revA, releasegate.HeldStaleProof),
-			members: []reporter.Member{carrying("api", revB, gaterelease.PhaseProgressing, t0)}},
+			members: []releasepath.Member{carrying("api", revB, gaterelease.PhaseProgressing, t0)}},
 		{name: "Canaries disagreeing: a render being applied, no word", rec: holding(revA, releasegate.HeldStaleProof),
-			members: []reporter.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0), carrying("ui", revB, gaterelease.PhaseProgressing, t0)}},
+			members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0), carrying("ui", revB, gaterelease.PhaseProgressing, t0)}},
 		{name: "no member", rec: holding(revA, releasegate.HeldStaleProof)},
 		{name: "an older gate's record, no hold: inferred as before", rec: pinned(revA, since),
-			members: []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
+			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
 		{name: "an older gate's record, no hold, nothing failed: not held", rec: pinned(revA, since), members: analysing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,14 +127,14 @@ func TestApplicationOf(t *testing.T) {
 	ungated := member("ui", gaterelease.PhaseProgressing, false)
 	for _, tc := range []struct {
 		name    string
-		members []reporter.Member
+		members []releasepath.Member
 		ok      bool
 	}{
-		{name: "every Canary carries docs in docs", members: []reporter.Member{carrying("api", revA, "", t0), carrying("ui", revB, "", t0)}, ok: true},
+		{name: "every Canary carries docs in docs", members: []releasepath.Member{carrying("api", revA, "", t0), carrying("ui", revB, "", t0)}, ok: true},
 		{name: "no member"},
-		{name: "a member without its Canary", members: []reporter.Member{carrying("api", revA, "", t0), noCanary}},
-		{name: "Canaries in two namespaces", members: []reporter.Member{carrying("api", revA, "", t0), otherNS}},
-		{name: "a Canary the gate does not ask for", members: []reporter.Member{ungated}},
+		{name: "a member without its Canary", members: []releasepath.Member{carrying("api", revA, "", t0), noCanary}},
+		{name: "Canaries in two namespaces", members: []releasepath.Member{carrying("api", revA, "", t0), otherNS}},
+		{name: "a Canary the gate does not ask for", members: []releasepath.Member{ungated}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app, ok := rr.ApplicationOf(tc.members)
@@ -184,7 +184,7 @@ func TestGateRecordsUnderTheGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failedAfter := []reporter.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}
+	failedAfter := []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}
 	if reason, known, err := gate.Held(ctx, failedAfter); err != nil || !known || reason != "" {
 		t.Fatalf("no record: %q %v %v", reason, known, err)
 	}
@@ -206,7 +206,7 @@ func TestGateRecordsUnderTheGrant(t *testing.T) {
 	recorded := *pinned(revA, t0)
 	recorded.Held = &gaterelease.HeldRecord{Reason: "stale-proof", Cause: "the migration of an earlier release was left applied", Since: t0}
 	write(gaterelease.EncodeRecord(recorded))
-	analysing := []reporter.Member{carrying("ui", revA, gaterelease.PhaseProgressing, t0.Add(time.Minute))}
+	analysing := []releasepath.Member{carrying("ui", revA, gaterelease.PhaseProgressing, t0.Add(time.Minute))}
 	if reason, known, err := gate.Held(ctx, analysing); err != nil || !known || reason != "stale-proof" {
 		t.Fatalf("a recorded hold: %q %v %v", reason, known, err)
 	}
@@ -214,7 +214,7 @@ func TestGateRecordsUnderTheGrant(t *testing.T) {
 	if reason, known, err := gate.Held(ctx, failedAfter); err != nil || known {
 		t.Fatalf("a record the gate cannot answer from: %q %v %v", reason, known, err)
 	}
-	if _, known, err := gate.Held(ctx, []reporter.Member{member("ui", gaterelease.PhaseFailed, false)}); err != nil || known {
+	if _, known, err := gate.Held(ctx, []releasepath.Member{member("ui", gaterelease.PhaseFailed, false)}); err != nil || known {
 		t.Fatalf("Canaries naming no Application: %v %v", known, err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // BenchmarkSteadyStatePass measures a pass over 200 units, each with an open
@@ -45,12 +47,12 @@ func BenchmarkSteadyStatePass(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kube, err := NewKube(cfg)
+	kube, err := releasepath.NewKube(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	r := &Reporter{Namespace: w.fluxNS, Cluster: kube, Deployments: NewGitHub(gh),
-		Gate: NewGateClient(w.gate.srv.URL), Logger: slog.New(slog.DiscardHandler)}
+		Gate: releasepath.NewGateClient(w.gate.srv.URL), Logger: slog.New(slog.DiscardHandler)}
 
 	measure := func(name string) (calls, units, kube int, took time.Duration) {
 		w.fake.ResetCalls()

@@ -18,6 +18,8 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
@@ -40,19 +42,19 @@ func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
 type standInGate struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
-	warmups map[string]Warmup
+	warmups map[string]releasepath.Warmup
 	down    bool
 	asked   int
 }
 
 func newStandInGate(t testing.TB) *standInGate {
-	g := &standInGate{warmups: map[string]Warmup{}}
+	g := &standInGate{warmups: map[string]releasepath.Warmup{}}
 	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
 	t.Cleanup(g.srv.Close)
 	return g
 }
 
-func (g *standInGate) set(key string, w Warmup) {
+func (g *standInGate) set(key string, w releasepath.Warmup) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.warmups[key] = w
@@ -127,12 +129,12 @@ func (w *world) reporter() *Reporter {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	kube, err := NewKube(w.cfg)
+	kube, err := releasepath.NewKube(w.cfg)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	return &Reporter{Namespace: w.fluxNS, Cluster: kube, Deployments: NewGitHub(gh),
-		Gate: NewGateClient(w.gate.srv.URL), Logger: slog.New(slog.NewJSONHandler(w.logs, nil))}
+		Gate: releasepath.NewGateClient(w.gate.srv.URL), Logger: slog.New(slog.NewJSONHandler(w.logs, nil))}
 }
 
 func (w *world) pass(r *Reporter) {
@@ -183,9 +185,9 @@ func (w *world) unitYAML(u unit) string {
 		if digest == "" {
 			digest = u.pin
 		}
-		annotations = fmt.Sprintf("{%s: %s, %s: %q, %s: %q", AnnotationRepository, u.repo, AnnotationVersion, u.version, AnnotationDigest, digest)
+		annotations = fmt.Sprintf("{%s: %s, %s: %q, %s: %q", releasepath.AnnotationRepository, u.repo, releasepath.AnnotationVersion, u.version, releasepath.AnnotationDigest, digest)
 		if u.url != "" {
-			annotations += fmt.Sprintf(", %s: %q", AnnotationURL, u.url)
+			annotations += fmt.Sprintf(", %s: %q", releasepath.AnnotationURL, u.url)
 		}
 		annotations += "}"
 	}
@@ -326,3 +328,11 @@ func (w *world) latest(repo string, id int64) fakegithub.Status {
 func fakegithubStatus(state string) fakegithub.Status {
 	return fakegithub.Status{State: state, Description: "set by hand", LogURL: logURL}
 }
+
+// The revisions and pins the tests release.
+const (
+	pin    = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	oldPin = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	revA   = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	revB   = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)

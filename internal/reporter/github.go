@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-github/v75/github"
 
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // Deployment is a GitHub Deployment as the Reporter reads it.
@@ -23,7 +25,7 @@ type Deployment struct {
 // Statuses is what a Deployment's statuses say: the latest, and the log_url
 // the first status that had one gave (the workflow's run).
 type Statuses struct {
-	Latest *Status
+	Latest *releasepath.Status
 	LogURL string
 }
 
@@ -35,7 +37,7 @@ type Deployments interface {
 	// Statuses reads a Deployment's statuses.
 	Statuses(ctx context.Context, repo githubapp.Repository, id int64) (Statuses, error)
 	// Write adds a status to a Deployment, carrying logURL.
-	Write(ctx context.Context, repo githubapp.Repository, id int64, s Status, logURL string) error
+	Write(ctx context.Context, repo githubapp.Repository, id int64, s releasepath.Status, logURL string) error
 }
 
 // perPage is GitHub's largest page: the fewest requests per list.
@@ -82,7 +84,7 @@ func (g *GitHub) Statuses(ctx context.Context, repo githubapp.Repository, id int
 	var out Statuses
 	if len(list) > 0 {
 		l := list[0]
-		out.Latest = &Status{State: l.GetState(), Description: l.GetDescription(), EnvironmentURL: l.GetEnvironmentURL()}
+		out.Latest = &releasepath.Status{State: l.GetState(), Description: l.GetDescription(), EnvironmentURL: l.GetEnvironmentURL()}
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		if u := list[i].GetLogURL(); u != "" {
@@ -96,7 +98,7 @@ func (g *GitHub) Statuses(ctx context.Context, repo githubapp.Repository, id int
 // Write adds a status. auto_inactive is off: marking other Deployments
 // inactive is not the Reporter's to do, and GitHub would do it across every
 // Project that shares the repository and environment.
-func (g *GitHub) Write(ctx context.Context, repo githubapp.Repository, id int64, s Status, logURL string) error {
+func (g *GitHub) Write(ctx context.Context, repo githubapp.Repository, id int64, s releasepath.Status, logURL string) error {
 	req := &github.DeploymentStatusRequest{
 		State: github.Ptr(s.State), Description: github.Ptr(s.Description), AutoInactive: github.Ptr(false),
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // maxDeploymentPages is how far back the Reporter looks for a Rollout's
@@ -21,9 +23,15 @@ const maxDeploymentPages = 5
 // charges the refusal, and a quiet pass costs nothing.
 const unseenRetry = 10 * time.Minute
 
-// GateReader reads the Release Gate's warmup records.
+// ErrNotFound marks what a pass skips rather than fails on: a unit's source
+// that is not there, or a repository the installation cannot see. It is the
+// path's own mark (releasepath.ErrNotFound), so a pass skips either alike.
+var ErrNotFound = releasepath.ErrNotFound
+
+// GateReader reads the Release Gate's warmup records (releasepath.GateClient
+// reads them over the gate's GET /releases).
 type GateReader interface {
-	Releases(ctx context.Context) (map[string]Warmup, error)
+	Releases(ctx context.Context) (map[string]releasepath.Warmup, error)
 }
 
 // Reporter keeps the Deployments of the units in Namespace current.
@@ -123,7 +131,7 @@ type pass struct {
 	lists map[githubapp.Repository]*repoDeployments
 
 	gateAsked bool
-	gate      Gate
+	gate      releasepath.Gate
 }
 
 type repoDeployments struct {
@@ -134,8 +142,8 @@ type repoDeployments struct {
 	err error
 }
 
-func (p *pass) unit(ctx context.Context, u UnitObject) error {
-	rollout, err := RolloutOf(u.Annotations)
+func (p *pass) unit(ctx context.Context, u releasepath.UnitObject) error {
+	rollout, err := releasepath.RolloutOf(u.Annotations)
 	if err != nil {
 		p.r.skip(u.Name, err.Error())
 		return nil
@@ -176,7 +184,7 @@ func (p *pass) unit(ctx context.Context, u UnitObject) error {
 
 // report reads the Rollout's Deployment's statuses and the members, and
 // writes the status the cluster shows when it moved.
-func (p *pass) report(ctx context.Context, u UnitObject, rollout Rollout, source Source, d Deployment) error {
+func (p *pass) report(ctx context.Context, u releasepath.UnitObject, rollout releasepath.Rollout, source releasepath.Source, d Deployment) error {
 	if err := p.r.stillRefused(u.Name, d.ID); err != nil {
 		return err
 	}
@@ -185,11 +193,11 @@ func (p *pass) report(ctx context.Context, u UnitObject, rollout Rollout, source
 		p.r.markRefused(u.Name, d.ID, err)
 		return err
 	}
-	in := Input{
+	in := releasepath.Input{
 		Project: u.Project, Version: rollout.Version, RolloutDigest: rollout.Digest, Pin: source.Pin, Source: source.Ready, Unit: u.Unit,
 		DeploymentCreated: d.CreatedAt, RolloutURL: rollout.URL, Latest: statuses.Latest,
 	}
-	if Final(in.Latest) {
+	if releasepath.Final(in.Latest) {
 		return nil // nothing more to read: the Deployment takes nothing
 	}
 	if in.Applied() {
@@ -202,7 +210,7 @@ func (p *pass) report(ctx context.Context, u UnitObject, rollout Rollout, source
 		}
 		in.Gate = p.gateAnswer(ctx)
 	}
-	decision := Decide(in)
+	decision := releasepath.Decide(in)
 	if !decision.Write {
 		return nil
 	}
@@ -253,14 +261,14 @@ func (p *pass) find(ctx context.Context, repo githubapp.Repository, project, ver
 
 // gateAnswer asks the gate once per pass, and only when a released unit
 // needs it; a gate that does not answer is logged and counts as not answered.
-func (p *pass) gateAnswer(ctx context.Context) Gate {
+func (p *pass) gateAnswer(ctx context.Context) releasepath.Gate {
 	if !p.gateAsked {
 		p.gateAsked = true
 		warmups, err := p.r.Gate.Releases(ctx)
 		if err != nil {
 			p.r.Logger.Warn("the Release Gate did not answer; promoted releases stay in progress", slog.String("error", err.Error()))
 		} else {
-			p.gate = Gate{Answered: true, Warmups: warmups}
+			p.gate = releasepath.Gate{Answered: true, Warmups: warmups}
 		}
 	}
 	return p.gate
@@ -318,7 +326,7 @@ func (r *Reporter) skip(unit, why string) {
 	}
 	r.skipped[unit] = why
 	level := slog.LevelWarn
-	if why == ErrNoRollout.Error() {
+	if why == releasepath.ErrNoRollout.Error() {
 		level = slog.LevelInfo
 	}
 	r.Logger.Log(context.Background(), level, "unit skipped", slog.String("unit", unit), slog.String("reason", why))
@@ -331,7 +339,7 @@ func (r *Reporter) reporting(unit string) {
 	delete(r.skipped, unit)
 }
 
-func (r *Reporter) forgetGone(units []UnitObject) {
+func (r *Reporter) forgetGone(units []releasepath.UnitObject) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	present := make(map[string]bool, len(units))

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 const repo = "acme/auth"
@@ -49,7 +51,7 @@ func TestOneReleaseThroughEveryStage(t *testing.T) {
 	u.attempted, u.ready, u.reason, u.message = "latest@"+pin, "False", "BuildFailed", "kustomize build failed: missing resource"
 	w.applyUnit(u)
 	w.pass(r)
-	expect(t, w, id, 1, StateFailure, "Flux could not apply auth 1.4.0: BuildFailed: kustomize build failed: missing resource")
+	expect(t, w, id, 1, releasepath.StateFailure, "Flux could not apply auth 1.4.0: BuildFailed: kustomize build failed: missing resource")
 
 	// Applied; auth-api in analysis, auth-ui unchanged.
 	u = authUnit(w)
@@ -57,21 +59,21 @@ func TestOneReleaseThroughEveryStage(t *testing.T) {
 	w.applyCanary(canary{name: "auth-api", app: "auth", rev: revA, phase: "Progressing", iterations: 2})
 	w.applyCanary(canary{name: "auth-ui", app: "auth", rev: revA, phase: "Initialized", settled: true})
 	w.pass(r)
-	expect(t, w, id, 2, StateInProgress, "applied by Flux; auth-api checks 2/4")
+	expect(t, w, id, 2, releasepath.StateInProgress, "applied by Flux; auth-api checks 2/4")
 
 	w.applyCanary(canary{name: "auth-api", app: "auth", rev: revA, phase: "WaitingPromotion", iterations: 4})
 	w.pass(r)
-	expect(t, w, id, 3, StateInProgress, "applied by Flux; auth-api waits for the other members")
+	expect(t, w, id, 3, releasepath.StateInProgress, "applied by Flux; auth-api waits for the other members")
 
 	w.applyCanary(canary{name: "auth-api", app: "auth", rev: revA, phase: "Promoting"})
 	w.pass(r)
-	expect(t, w, id, 4, StateInProgress, "applied by Flux; auth-api promoting")
+	expect(t, w, id, 4, releasepath.StateInProgress, "applied by Flux; auth-api promoting")
 
 	// Promoted: every member settled, the gate has not warmed auth up yet.
 	w.applyCanary(canary{name: "auth-api", app: "auth", rev: revA, phase: "Succeeded", settled: true})
-	w.gate.set(w.appNS+"/auth", Warmup{Revision: revB, Warmed: true}) // the previous release's warmup
+	w.gate.set(w.appNS+"/auth", releasepath.Warmup{Revision: revB, Warmed: true}) // the previous release's warmup
 	w.pass(r)
-	expect(t, w, id, 5, StateInProgress, "promoted; the Release Gate is warming up auth")
+	expect(t, w, id, 5, releasepath.StateInProgress, "promoted; the Release Gate is warming up auth")
 
 	// The pass after a write reads the changed statuses once (the write
 	// changed them); from then on a quiet pass costs nothing: every read is
@@ -87,9 +89,9 @@ func TestOneReleaseThroughEveryStage(t *testing.T) {
 		t.Fatalf("a quiet pass wrote %d statuses and spent %d units", n()-6, w.fake.RateLimitUsed()-used)
 	}
 
-	w.gate.set(w.appNS+"/auth", Warmup{Revision: revA, Warmed: true})
+	w.gate.set(w.appNS+"/auth", releasepath.Warmup{Revision: revA, Warmed: true})
 	w.pass(r)
-	expect(t, w, id, 6, StateSuccess, "auth 1.4.0 promoted and warmed up")
+	expect(t, w, id, 6, releasepath.StateSuccess, "auth 1.4.0 promoted and warmed up")
 
 	// Success is final: whatever the cluster does next, nothing more is written.
 	w.applyCanary(canary{name: "auth-api", app: "auth", rev: revA, phase: "Failed", message: "late"})
@@ -108,7 +110,7 @@ func TestRolledBackMemberFailsTheRelease(t *testing.T) {
 		changedAt: time.Now().Add(time.Minute)})
 	w.applyCanary(canary{name: "auth-ui", app: "auth", rev: revA, phase: "Initialized", settled: true})
 	w.pass(r)
-	expect(t, w, id, 1, StateFailure, "auth-api rolled back: Canary analysis failed, Deployment scaled to zero.")
+	expect(t, w, id, 1, releasepath.StateFailure, "auth-api rolled back: Canary analysis failed, Deployment scaled to zero.")
 }
 
 // A member that failed in the release before stays Failed until Flagger
@@ -123,7 +125,7 @@ func TestAFailureFromTheReleaseBeforeIsNoRollback(t *testing.T) {
 		changedAt: time.Now().Add(-time.Hour)})
 	w.applyCanary(canary{name: "auth-ui", app: "auth", rev: revA, phase: "Initialized", settled: true})
 	w.pass(r)
-	expect(t, w, id, 1, StateInProgress, "applied by Flux; auth-api waits for Flagger")
+	expect(t, w, id, 1, releasepath.StateInProgress, "applied by Flux; auth-api waits for Flagger")
 }
 
 func TestWarmupFailureIsTheLastWordAndTheGateDownFailsNothing(t *testing.T) {
@@ -137,7 +139,7 @@ func TestWarmupFailureIsTheLastWordAndTheGateDownFailsNothing(t *testing.T) {
 	// The gate does not answer: promoted, in progress, never failed.
 	w.gate.setDown(true)
 	w.pass(r)
-	expect(t, w, id, 1, StateInProgress, "promoted; the Release Gate is warming up auth")
+	expect(t, w, id, 1, releasepath.StateInProgress, "promoted; the Release Gate is warming up auth")
 	w.pass(r)
 	if len(w.fake.Statuses(repo, id)) != 2 {
 		t.Fatal("the gate being down wrote twice")
@@ -147,15 +149,15 @@ func TestWarmupFailureIsTheLastWordAndTheGateDownFailsNothing(t *testing.T) {
 	}
 
 	w.gate.setDown(false)
-	w.gate.set(w.appNS+"/auth", Warmup{Revision: revA, Failed: &WarmupFailure{Request: "auth.example/login", Status: 502}})
+	w.gate.set(w.appNS+"/auth", releasepath.Warmup{Revision: revA, Failed: &releasepath.WarmupFailure{Request: "auth.example/login", Status: 502}})
 	w.pass(r)
-	expect(t, w, id, 2, StateFailure, "auth promoted, but its warmup failed: auth.example/login answered 502")
+	expect(t, w, id, 2, releasepath.StateFailure, "auth promoted, but its warmup failed: auth.example/login answered 502")
 
 	// The gate never rolls back: the failure stays, gate down or not.
 	w.gate.setDown(true)
 	w.pass(r)
 	w.gate.setDown(false)
-	w.gate.set(w.appNS+"/auth", Warmup{Revision: revA, Warmed: true})
+	w.gate.set(w.appNS+"/auth", releasepath.Warmup{Revision: revA, Warmed: true})
 	w.pass(r)
 	if len(w.fake.Statuses(repo, id)) != 3 {
 		t.Fatalf("a failed warmup was overwritten: %+v", w.fake.Statuses(repo, id))
@@ -170,7 +172,7 @@ func TestRestartWritesNothingTwice(t *testing.T) {
 	u.ready, u.reason = "Unknown", "Progressing"
 	w.applyUnit(u)
 	w.pass(w.reporter())
-	expect(t, w, id, 1, StateInProgress, "applied by Flux")
+	expect(t, w, id, 1, releasepath.StateInProgress, "applied by Flux")
 
 	// A Reporter started afresh (no cache, no memory) finds the same stage and writes nothing.
 	w.pass(w.reporter())
@@ -180,11 +182,11 @@ func TestRestartWritesNothingTwice(t *testing.T) {
 	u.ready, u.reason = "True", "ReconciliationSucceeded"
 	w.applyUnit(u)
 	w.pass(w.reporter())
-	expect(t, w, id, 2, StateSuccess, "auth 1.4.0 applied by Flux and ready")
+	expect(t, w, id, 2, releasepath.StateSuccess, "auth 1.4.0 applied by Flux and ready")
 }
 
 func TestFinalStatusesTakeNothing(t *testing.T) {
-	for _, state := range []string{StateSuccess, StateInactive, StateError} {
+	for _, state := range []string{releasepath.StateSuccess, releasepath.StateInactive, releasepath.StateError} {
 		t.Run(state, func(t *testing.T) {
 			w := newWorld(t)
 			id := w.deployment(repo, "auth", "1.4.0")
@@ -217,7 +219,7 @@ func TestProjectsSharingARepositoryNeverTakeEachOthersStatus(t *testing.T) {
 	w.applyUnit(unit{project: "billing", repo: shared, version: "1.4.0", pin: pin, applied: oldPin, attempted: oldPin})
 	w.applyUnit(unit{project: "docs", repo: shared, version: "1.4.0", pin: pin, applied: pin, attempted: pin})
 	w.pass(r)
-	if got := w.latest(shared, auth); got.State != StateSuccess || got.Description != "auth 1.4.0 applied by Flux and ready" {
+	if got := w.latest(shared, auth); got.State != releasepath.StateSuccess || got.Description != "auth 1.4.0 applied by Flux and ready" {
 		t.Fatalf("auth: %+v", got)
 	}
 	for name, id := range map[string]int64{"billing": billing, "search": other} {
@@ -244,7 +246,7 @@ func TestUnitsWithoutRolloutAreSkippedAndLoggedOnce(t *testing.T) {
 	w.apply(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata: {name: project-nopin, namespace: %s, annotations: {%s: acme/x, %s: "1.0.0", %s: %q}}
-spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-nopin}}`, w.fluxNS, AnnotationRepository, AnnotationVersion, AnnotationDigest, pin)
+spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-nopin}}`, w.fluxNS, releasepath.AnnotationRepository, releasepath.AnnotationVersion, releasepath.AnnotationDigest, pin)
 	// Not a Project's unit at all.
 	w.apply(`apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -285,7 +287,7 @@ func TestGitHubFailureFailsThePassButNotTheOtherUnits(t *testing.T) {
 	}
 	w.fake.FailWith(0)
 	w.pass(r)
-	if got := w.latest("acme/docs", docs); got.State != StateSuccess {
+	if got := w.latest("acme/docs", docs); got.State != releasepath.StateSuccess {
 		t.Fatalf("docs after recovery: %+v", got)
 	}
 }
@@ -301,7 +303,7 @@ func TestAPinTheSourceCannotFetchFails(t *testing.T) {
 	u.sourceReady, u.sourceReason, u.sourceMessage = "False", "OCIArtifactPullFailed", "failed to pull artifact: manifest unknown"
 	w.applyUnit(u)
 	w.pass(r)
-	expect(t, w, id, 1, StateFailure, "Flux could not apply auth 1.4.0: OCIArtifactPullFailed: failed to pull artifact: manifest unknown")
+	expect(t, w, id, 1, releasepath.StateFailure, "Flux could not apply auth 1.4.0: OCIArtifactPullFailed: failed to pull artifact: manifest unknown")
 }
 
 // A source's Ready condition about a spec before the pin says nothing of
@@ -317,7 +319,7 @@ func TestASourceConditionAboutAnEarlierSpecWritesNothing(t *testing.T) {
 	w.applyUnit(u)
 	w.pass(r)
 	for _, st := range w.fake.Statuses(repo, id) {
-		if st.State == StateFailure {
+		if st.State == releasepath.StateFailure {
 			t.Fatalf("a failure from a condition about an earlier spec: %+v", st)
 		}
 	}
@@ -335,7 +337,7 @@ func TestAUnitGitHubRefusesIsSkipped(t *testing.T) {
 	w.pass(r) // reads again what docs' first write changed
 	used := w.fake.RateLimitUsed()
 	w.pass(r)
-	if got := w.latest("acme/docs", docs); got.State != StateSuccess {
+	if got := w.latest("acme/docs", docs); got.State != releasepath.StateSuccess {
 		t.Fatalf("docs beside the refused unit: %+v", got)
 	}
 	if n := strings.Count(w.logs.String(), `"msg":"unit skipped","unit":"project-auth"`); n != 1 {

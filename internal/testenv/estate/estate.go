@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/JorisJonkers-dev/delivery/internal/reporter"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
 )
@@ -257,7 +257,7 @@ spec:
   path: ./
   sourceRef: {kind: OCIRepository, name: project-%[1]s}
 `, project, testenv.FluxNamespace, a.URL(e.Flux), a.Digest,
-		reporter.AnnotationRepository, reporter.AnnotationVersion, a.Tag, reporter.AnnotationDigest, interval)))
+		releasepath.AnnotationRepository, releasepath.AnnotationVersion, a.Tag, releasepath.AnnotationDigest, interval)))
 	return err
 }
 

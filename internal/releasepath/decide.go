@@ -1,4 +1,4 @@
-package reporter
+package releasepath
 
 import (
 	"fmt"
@@ -8,10 +8,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
-// Deployment status states the Reporter writes or reads.
+// Deployment status states: where a release stands, as the Reporter writes it
+// on the Rollout's GitHub Deployment and the release record reads it as a
+// phase.
 const (
 	StateInProgress = "in_progress"
 	StateSuccess    = "success"
@@ -20,12 +25,9 @@ const (
 	StateError      = "error"
 )
 
-// MaxDescription is GitHub's limit on a status's description, in characters.
+// MaxDescription is GitHub's limit on a status's description, in characters;
+// the release record says a failure in the same words, so within it too.
 const MaxDescription = 140
-
-// dependencyNotReady is Flux's Ready reason for a unit that waits on another
-// unit it depends on: waiting, not failing.
-const dependencyNotReady = "DependencyNotReady"
 
 // couldNotApplyPrefix opens the description of every failure Flux reports
 // for a release.
@@ -36,58 +38,6 @@ func couldNotApplyPrefix(project, version string) string {
 // warmupFailed is the phrase of the status a failed warmup leaves; the gate
 // never rolls back, so that status is the release's last word.
 const warmupFailed = "promoted, but its warmup failed"
-
-// Condition is a Kubernetes condition as the Reporter reads it.
-type Condition struct {
-	// Status is "True", "False", "Unknown", or "" when the condition is absent.
-	Status, Reason, Message string
-}
-
-// Unit is what a Project's Flux Kustomization shows.
-type Unit struct {
-	// AppliedRevision and AttemptedRevision are status.lastAppliedRevision and
-	// status.lastAttemptedRevision: the source artifact's revision,
-	// "<tag>@sha256:<hex>" or "sha256:<hex>".
-	AppliedRevision, AttemptedRevision string
-	Ready                              Condition
-}
-
-// Member is a blue-green member of the unit: a Canary in its inventory, held
-// to the gate's barrier test through its MemberState.
-type Member struct {
-	// Namespace is the Canary's.
-	Namespace string
-	// State is the Canary and its Deployments <target> and <target>-primary.
-	State release.MemberState
-	// Iterations is the analysis's number of iterations (spec.analysis.iterations).
-	Iterations int
-	// Message is Flagger's message on the Canary's Promoted condition.
-	Message string
-	// ChangedAt is when the Canary's phase last changed (release.PhaseChangedAt).
-	ChangedAt time.Time
-}
-
-// Warmup is what the Release Gate recorded of warming an Application up.
-type Warmup struct {
-	Revision string
-	Warmed   bool
-	// Failed is the request that stopped the warmup; nil when none did.
-	Failed *WarmupFailure
-}
-
-// WarmupFailure is the request that stopped a warmup and the status it met
-// (0: no answer).
-type WarmupFailure struct {
-	Request string
-	Status  int
-}
-
-// Gate is what the Release Gate answered: its warmup record per Application
-// ("<namespace>/<application>"). Answered is false when it did not answer.
-type Gate struct {
-	Answered bool
-	Warmups  map[string]Warmup
-}
 
 // Status is a Deployment status: its state, description and environment URL.
 type Status struct {
@@ -138,15 +88,6 @@ func Final(s *Status) bool {
 	return false
 }
 
-// RevisionDigest is the digest a Flux artifact revision names:
-// "latest@sha256:abc" and "sha256:abc" both name "sha256:abc".
-func RevisionDigest(revision string) string {
-	if i := strings.LastIndex(revision, "@"); i >= 0 {
-		return revision[i+1:]
-	}
-	return revision
-}
-
 // Pinned reports whether the unit's source is pinned to the Rollout's
 // digest. The workflow writes both, but Flux applies the unit and its source
 // one after the other: until both moved, what the cluster shows is another
@@ -160,8 +101,19 @@ func (in Input) Applied() bool {
 	return in.Pinned() && RevisionDigest(in.Unit.AppliedRevision) == in.Pin
 }
 
-// Decide says which status the Rollout's Deployment should carry now, and
-// whether that is a write: only a status that differs from the latest is.
+// FluxFailed reports whether Flux's last attempt at the pin failed: the unit
+// is not Ready for a reason other than waiting on a unit it depends on
+// (DependencyNotReady: waiting, not failing), and it attempted the pin.
+func (in Input) FluxFailed() bool {
+	return in.Unit.Ready.Status == string(metav1.ConditionFalse) && in.Unit.Ready.Reason != meta.DependencyNotReadyReason &&
+		RevisionDigest(in.Unit.AttemptedRevision) == in.Pin
+}
+
+// Decide says where the Rollout's release stands on the path, as the status
+// its Deployment should carry now, and whether that is a write: only a
+// status that differs from the latest is. The release record reads the same
+// decision as its phase (no latest status: every decision that says
+// something is a write).
 func Decide(in Input) Decision {
 	if Final(in.Latest) {
 		return Decision{Why: "the Deployment's latest status " + in.Latest.State + " is final"}
@@ -179,10 +131,9 @@ func Decide(in Input) Decision {
 }
 
 // stage is the status the cluster shows; ok is false when it shows nothing
-// to report yet (Status.Description then says why).
+// to say yet (Status.Description then says why).
 func stage(in Input) (Status, bool) {
-	fluxFailed := in.Unit.Ready.Status == "False" && in.Unit.Ready.Reason != dependencyNotReady &&
-		RevisionDigest(in.Unit.AttemptedRevision) == in.Pin
+	fluxFailed := in.FluxFailed()
 	couldNotApply := func(why Condition) Status {
 		return Status{State: StateFailure,
 			Description: couldNotApplyPrefix(in.Project, in.Version) + why.Reason + ": " + withoutElapsed(oneLine(why.Message))}

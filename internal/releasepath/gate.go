@@ -1,4 +1,4 @@
-package reporter
+package releasepath
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 const maxReleasesBody = 8 << 20
 
 // releases is the part of the Release Gate's GET /releases answer the
-// Reporter reads, once the gate's releases.schema.json has held the whole
+// path's readers read, once the gate's releases.schema.json has held the whole
 // answer to its shape (every key present, revisions and statuses in range):
 // each Application's warmup record.
 type releases struct {
@@ -41,11 +41,11 @@ type releases struct {
 // releasesSchema is the gate's published shape of GET /releases.
 var releasesSchema = jsondoc.MustCompile(release.ReleasesSchema)
 
-// DecodeReleases reads the gate's GET /releases answer into what the Reporter
-// needs: every Application's warmup, keyed "<namespace>/<application>". An
-// answer that is not that shape is an error, never a guess: it is held to
-// the gate's JSON Schema (exact keys, every key present) before the part the
-// Reporter reads is taken from it.
+// DecodeReleases reads the gate's GET /releases answer into what the path's
+// readers need: every Application's warmup, keyed "<namespace>/<application>".
+// An answer that is not that shape is an error, never a guess: it is held to
+// the gate's JSON Schema (exact keys, every key present) before the part
+// they read is taken from it.
 func DecodeReleases(r io.Reader) (map[string]Warmup, error) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
@@ -83,7 +83,30 @@ func DecodeReleases(r io.Reader) (map[string]Warmup, error) {
 	return out, nil
 }
 
-// GateClient reads the Release Gate's GET /releases.
+// Warmup is what the Release Gate recorded of warming an Application up.
+type Warmup struct {
+	Revision string
+	Warmed   bool
+	// Failed is the request that stopped the warmup; nil when none did.
+	Failed *WarmupFailure
+}
+
+// WarmupFailure is the request that stopped a warmup and the status it met
+// (0: no answer).
+type WarmupFailure struct {
+	Request string
+	Status  int
+}
+
+// Gate is what the Release Gate answered: its warmup record per Application
+// ("<namespace>/<application>"). Answered is false when it did not answer.
+type Gate struct {
+	Answered bool
+	Warmups  map[string]Warmup
+}
+
+// GateClient reads the Release Gate's GET /releases: the gate's own record,
+// read over HTTP as the gate publishes it, never from the gate's package.
 type GateClient struct {
 	// URL is the gate's root, e.g. http://release-gate.delivery-system.svc.cluster.local:8080.
 	URL    string
