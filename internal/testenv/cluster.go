@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,11 +66,7 @@ type ClusterOptions struct {
 	Nodes int
 }
 
-var sharedCluster struct {
-	once sync.Once
-	c    *Cluster
-	err  error
-}
+var sharedCluster sharedServer[*Cluster]
 
 // SharedCluster returns the package's one Cluster, started on first use with
 // opts (later calls' opts are not read) and stopped by Main once the
@@ -79,15 +74,8 @@ var sharedCluster struct {
 // that builds what is missing.
 func SharedCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	t.Helper()
-	sharedCluster.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		sharedCluster.c, sharedCluster.err = StartCluster(ctx, opts)
-	})
-	if sharedCluster.err != nil {
-		t.Fatalf("no cluster with controllers and Flagger for this test: %v", sharedCluster.err)
-	}
-	return sharedCluster.c
+	return sharedCluster.get(t, 3*time.Minute, "no cluster with controllers and Flagger for this test",
+		func(ctx context.Context) (*Cluster, error) { return StartCluster(ctx, opts) })
 }
 
 // StartCluster starts a Cluster for a caller that is not a test, the demo;

@@ -2,9 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,32 +106,7 @@ func startMinIO(ctx context.Context, bin string) (*MinIO, error) {
 }
 
 func (m *MinIO) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	var last error
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL()+"/minio/health/ready", http.NoBody)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("readiness answered %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-m.proc.exited():
-			return fmt.Errorf("minio exited at start: %s", m.log.String())
-		case <-ctx.Done():
-			return fmt.Errorf("minio at %s not ready (%w): %s", m.Endpoint, errors.Join(last, ctx.Err()), m.log.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return m.proc.awaitHTTP(ctx, "minio", m.Endpoint, m.URL()+"/minio/health/ready", 100*time.Millisecond, m.log)
 }
 
 // Stop ends the server and removes its data.
@@ -154,12 +126,7 @@ func (m *MinIO) Log() string { return m.log.String() }
 // ends. A test that cannot have one fails, naming the command that builds it.
 func NewMinIO(t testing.TB) *MinIO {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	m, err := StartMinIO(ctx)
-	if err != nil {
-		t.Fatalf("no MinIO server for this test: %v", err)
-	}
+	m := forTest(t, 2*time.Minute, "no MinIO server for this test", StartMinIO)
 	t.Cleanup(func() { _ = m.Stop() })
 	return m
 }

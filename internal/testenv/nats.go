@@ -3,8 +3,6 @@ package testenv
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -114,33 +112,7 @@ func (n *NATS) Start(ctx context.Context) error {
 // waitHealthy polls /healthz until the server and its JetStream answer ok. A
 // peer of a cluster is healthy once it has joined the meta group.
 func (n *NATS) waitHealthy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	url := "http://127.0.0.1:" + strconv.Itoa(n.monitor) + "/healthz"
-	var last error
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("health answered %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-n.proc.exited():
-			return fmt.Errorf("nats-server exited at start: %s", n.log.String())
-		case <-ctx.Done():
-			return fmt.Errorf("nats-server at %s not healthy (%w): %s", n.URL, errors.Join(last, ctx.Err()), n.log.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return n.proc.awaitHTTP(ctx, "nats-server", n.URL, "http://127.0.0.1:"+strconv.Itoa(n.monitor)+"/healthz", 50*time.Millisecond, n.log)
 }
 
 // Stop ends the server, keeping its store so Start brings it back as it was.
@@ -175,12 +147,7 @@ func (n *NATS) Log() string {
 // builds it.
 func NewNATS(t testing.TB) *NATS {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	n, err := StartNATS(ctx)
-	if err != nil {
-		t.Fatalf("no NATS server for this test: %v", err)
-	}
+	n := forTest(t, 2*time.Minute, "no NATS server for this test", StartNATS)
 	t.Cleanup(func() { _ = n.Remove() })
 	return n
 }
@@ -263,12 +230,7 @@ func (c *NATSCluster) Remove() error {
 // it when the test ends.
 func NewNATSCluster(t testing.TB, size int) *NATSCluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := StartNATSCluster(ctx, size)
-	if err != nil {
-		t.Fatalf("no NATS cluster for this test: %v", err)
-	}
+	c := forTest(t, 2*time.Minute, "no NATS cluster for this test", func(ctx context.Context) (*NATSCluster, error) { return StartNATSCluster(ctx, size) })
 	t.Cleanup(func() { _ = c.Remove() })
 	return c
 }

@@ -149,12 +149,7 @@ func (o *OperatorNATS) Remove() error {
 // the command that builds it.
 func NewOperatorNATS(t testing.TB, trust NATSTrust) *OperatorNATS {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	o, err := StartOperatorNATS(ctx, trust)
-	if err != nil {
-		t.Fatalf("no NATS server in operator mode for this test: %v", err)
-	}
+	o := forTest(t, 2*time.Minute, "no NATS server in operator mode for this test", func(ctx context.Context) (*OperatorNATS, error) { return StartOperatorNATS(ctx, trust) })
 	t.Cleanup(func() { _ = o.Remove() })
 	return o
 }

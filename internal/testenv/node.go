@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,27 +58,16 @@ type NodeOptions struct {
 	Say func(string)
 }
 
-var sharedNode struct {
-	once sync.Once
-	n    *Node
-	err  error
-}
+var sharedNode sharedServer[*Node]
 
 // SharedNode returns the package's one Node, started on first use with opts
 // (later calls' opts are not read) and stopped by Main once the package's
 // tests end. A test that cannot have one fails, naming what is missing.
 func SharedNode(t testing.TB, opts NodeOptions) *Node {
 	t.Helper()
-	sharedNode.once.Do(func() {
-		// The lock's own 30 minutes for another run's node, then the start.
-		ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
-		defer cancel()
-		sharedNode.n, sharedNode.err = StartNode(ctx, opts)
-	})
-	if sharedNode.err != nil {
-		t.Fatalf("no node that runs pods for this test: %v", sharedNode.err)
-	}
-	return sharedNode.n
+	// The lock's own 30 minutes for another run's node, then the start.
+	return sharedNode.get(t, 35*time.Minute, "no node that runs pods for this test",
+		func(ctx context.Context) (*Node, error) { return StartNode(ctx, opts) })
 }
 
 // CanRunNode says why this machine cannot run the node, or nil when it can:

@@ -62,12 +62,7 @@ type Postgres struct {
 // not installed.
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	p, err := StartPostgresServer(ctx)
-	if err != nil {
-		t.Fatalf("no PostgreSQL for this test: %v", err)
-	}
+	p := forTest(t, 2*time.Minute, "no PostgreSQL for this test", StartPostgresServer)
 	t.Cleanup(func() {
 		if err := p.Stop(); err != nil {
 			t.Errorf("stop PostgreSQL: %v", err)

@@ -1,7 +1,10 @@
 package testenv
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"runtime"
 	"syscall"
@@ -58,6 +61,39 @@ func (p *process) ended() string {
 
 // exited is closed once the process has ended.
 func (p *process) exited() <-chan struct{} { return p.done }
+
+// awaitHTTP asks url, within a minute, until it answers 200 OK, looking
+// again every pause: the process is up once it serves. It gives up at once
+// if the process ends, and names server, addr and its log either way, so a
+// test that cannot have the server says why.
+func (p *process) awaitHTTP(ctx context.Context, server, addr, url string, pause time.Duration, log *LogBuffer) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %s", url, resp.Status)
+		}
+		last = err
+		select {
+		case <-p.exited():
+			return fmt.Errorf("%s exited at start: %s", server, log.String())
+		case <-ctx.Done():
+			return fmt.Errorf("%s at %s not ready (%w): %s", server, addr, errors.Join(last, ctx.Err()), log.String())
+		case <-time.After(pause):
+		}
+	}
+}
 
 // stopGrace is how long a server the tests started has to end on SIGTERM
 // before its group is killed.

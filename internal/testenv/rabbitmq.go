@@ -51,12 +51,7 @@ type RabbitMQ struct {
 // installed.
 func StartRabbitMQ(t testing.TB) *RabbitMQ {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	r, err := StartRabbitMQServer(ctx)
-	if err != nil {
-		t.Fatalf("no RabbitMQ for this test: %v", err)
-	}
+	r := forTest(t, 5*time.Minute, "no RabbitMQ for this test", StartRabbitMQServer)
 	t.Cleanup(func() {
 		if err := r.Stop(); err != nil {
 			t.Errorf("stop RabbitMQ: %v", err)

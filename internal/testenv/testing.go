@@ -15,24 +15,59 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-var shared struct {
-	once sync.Once
-	cp   *ControlPlane
-	err  error
+// sharedServer is the one server of a kind that a package's tests share:
+// started on first use, since most packages need only some of them, and
+// stopped by Main once the tests end.
+type sharedServer[T any] struct {
+	once    sync.Once
+	started T
+	err     error
+}
+
+// get returns the server, starting it within the deadline on first use. A
+// test that cannot have it fails, saying what it lacks; it never skips.
+func (s *sharedServer[T]) get(t testing.TB, within time.Duration, lacking string, start func(context.Context) (T, error)) T {
+	t.Helper()
+	s.once.Do(func() { s.started, s.err = startWithin(within, start) })
+	if s.err != nil {
+		t.Fatalf("%s: %v", lacking, s.err)
+	}
+	return s.started
+}
+
+var shared sharedServer[*ControlPlane]
+
+// startWithin runs start with a deadline of within from now.
+func startWithin[T any](within time.Duration, start func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	return start(ctx)
+}
+
+// forTest starts a server for one test within the deadline; the caller
+// stops it when the test ends. A test that cannot have it fails, saying what
+// it lacks; it never skips.
+func forTest[T any](t testing.TB, within time.Duration, lacking string, start func(context.Context) (T, error)) T {
+	t.Helper()
+	started, err := startWithin(within, start)
+	if err != nil {
+		t.Fatalf("%s: %v", lacking, err)
+	}
+	return started
 }
 
 // Main runs a package's tests and then stops the control plane they shared.
 // Use it as the package's TestMain: func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }.
 func Main(m *testing.M) int {
 	code := m.Run()
-	if sharedCluster.c != nil {
-		sharedCluster.c.stop()
+	if sharedCluster.started != nil {
+		sharedCluster.started.stop()
 	}
-	if sharedNode.n != nil {
-		sharedNode.n.Close()
+	if sharedNode.started != nil {
+		sharedNode.started.Close()
 	}
-	if shared.cp != nil {
-		if err := shared.cp.Stop(); err != nil {
+	if shared.started != nil {
+		if err := shared.started.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stop the shared control plane:", err)
 		}
 	}
@@ -44,26 +79,13 @@ func Main(m *testing.M) int {
 // never skips.
 func Shared(t testing.TB) *ControlPlane {
 	t.Helper()
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		shared.cp, shared.err = Start(ctx)
-	})
-	if shared.err != nil {
-		t.Fatalf("no Kubernetes API server for this test: %v", shared.err)
-	}
-	return shared.cp
+	return shared.get(t, 2*time.Minute, "no Kubernetes API server for this test", Start)
 }
 
 // Own starts a control plane for this test alone, for a test that stops it.
 func Own(t testing.TB) *ControlPlane {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cp, err := Start(ctx)
-	if err != nil {
-		t.Fatalf("no Kubernetes API server for this test: %v", err)
-	}
+	cp := forTest(t, 2*time.Minute, "no Kubernetes API server for this test", Start)
 	t.Cleanup(func() { _ = cp.Stop() })
 	return cp
 }

@@ -133,12 +133,7 @@ func (v *Vault) Stop() error {
 // ends. A test that cannot have one fails, naming the command that builds it.
 func NewVault(t testing.TB) *Vault {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	v, err := StartVault(ctx)
-	if err != nil {
-		t.Fatalf("no Vault server for this test: %v", err)
-	}
+	v := forTest(t, time.Minute, "no Vault server for this test", StartVault)
 	t.Cleanup(func() { _ = v.Stop() })
 	return v
 }
