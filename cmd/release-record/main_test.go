@@ -17,11 +17,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
@@ -64,13 +66,7 @@ func start(t *testing.T, env map[string]string) *started {
 
 func (s *started) eventually(what string, ok func() bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s never happened; logs:\n%s", what, s.logs)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	wait.Poll{Within: 20 * time.Second, Every: 25 * time.Millisecond, Detail: s.logs}.For(s.t, what, ok)
 }
 
 func (s *started) post(path string, header map[string]string, body string) (int, string) {
@@ -112,13 +108,15 @@ func (s *started) end() {
 	}
 }
 
-// grant applies the RBAC file with the records in recordNS and waits until
-// the API server's authoriser has it; it returns the kubeconfig acting as
-// the ServiceAccount.
-func grant(t *testing.T, cp *testenv.ControlPlane, recordNS string) string {
+// grant applies rbac, the service's RBAC file or its sweep's, with the
+// records in recordNS and replace swapping more of it, and waits until the
+// API server's authoriser has it; it returns the kubeconfig acting as the
+// file's ServiceAccount, account.
+func grant(t *testing.T, cp *testenv.ControlPlane, rbac, account, recordNS string, replace ...string) string {
 	t.Helper()
-	kubeconfig := cp.GrantKubeconfig(t, rbacFile, "delivery-system", "release-record", "delivery-system # RECORD_NAMESPACE", recordNS+" # RECORD_NAMESPACE")
-	testenv.WaitForGrant(t, cp.As("delivery-system", "release-record"), recordNS)
+	replace = append([]string{"delivery-system # RECORD_NAMESPACE", recordNS + " # RECORD_NAMESPACE"}, replace...)
+	kubeconfig := cp.GrantKubeconfig(t, rbac, "delivery-system", account, replace...)
+	testenv.WaitForGrant(t, cp.As("delivery-system", account), recordNS)
 	return kubeconfig
 }
 
@@ -135,7 +133,7 @@ func TestRunUnderItsGrant(t *testing.T) {
 	cp := testenv.Shared(t)
 	ctx := context.Background()
 	fluxNS, recordNS := cp.Namespace(t), cp.Namespace(t)
-	kubeconfig := grant(t, cp, recordNS)
+	kubeconfig := grant(t, cp, rbacFile, "release-record", recordNS)
 	applyUnit := func(version, applied, ready string) {
 		t.Helper()
 		if _, err := cp.Apply(ctx, fmt.Appendf(nil, `apiVersion: source.toolkit.fluxcd.io/v1
@@ -253,7 +251,7 @@ status:
 func TestShadowModeSendsNothing(t *testing.T) {
 	cp := testenv.Shared(t)
 	recordNS := cp.Namespace(t)
-	kubeconfig := grant(t, cp, recordNS)
+	kubeconfig := grant(t, cp, rbacFile, "release-record", recordNS)
 	s := start(t, map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "RECORD_NAMESPACE": recordNS, "FACTS_MODE": "shadow",
 		"FACTS_TOKEN": token, "FLUX_OBSERVE": "false", "KUBECONFIG": kubeconfig})
 	bearer := map[string]string{"Authorization": "Bearer " + token}
@@ -307,10 +305,11 @@ func TestBadConfigurationStopsAtStart(t *testing.T) {
 		}
 		env[change[0]] = change[1]
 		logs := &testenv.LogBuffer{}
-		if code := run(context.Background(), nil, testenv.Getenv(env), time.Now, io.Discard, logs); code != 1 {
-			t.Errorf("%s: exit %d", name, code)
+		if code := run(context.Background(), nil, testenv.Getenv(env), time.Now, io.Discard, logs); code != 2 {
+			t.Errorf("%s: exit %d, want 2", name, code)
 		}
-		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) {
+		if lines := strings.Count(strings.TrimSpace(logs.String()), "\n") + 1; lines != 1 || !strings.Contains(logs.String(), change[0]) ||
+			!strings.Contains(logs.String(), `"msg":"`+cli.BadSettingMsg+`"`) {
 			t.Errorf("%s: log %q", name, logs)
 		}
 	}
@@ -324,19 +323,19 @@ func TestNoClusterStopsAtStart(t *testing.T) {
 	env := map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "CDEVENTS_SINK": "http://sink.example/",
 		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), nil, testenv.Getenv(env), time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+	if code := run(context.Background(), nil, testenv.Getenv(env), time.Now, io.Discard, logs); code != 2 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
 }
 
 // variables are the variables the table in docs/release-record.md names.
 var variables = []string{"CLUSTER_NAME", "ENVIRONMENT", "RECORD_NAMESPACE", "FACTS_MODE", "CDEVENTS_SINK", "FACTS_TOKEN",
-	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "GATE_NAMESPACE", "INTERVAL", "ADDR", "READ_CACHE", "OBJECT_LINK", "KEEP_HEALTHY", "KUBECONFIG"}
+	"ALLOWED_NAMESPACES", "FLUX_OBSERVE", "FLUX_NAMESPACE", "FLUX_WEBHOOK_HMAC_KEY", "GATE_URL", "GATE_NAMESPACE", "INTERVAL", "ADDR", "READ_CACHE", "OBJECT_LINK", "KEEP_HEALTHY", "KUBECONFIG", "LOG_LEVEL"}
 
 func TestCommandLine(t *testing.T) {
-	clitest.Check(t, "release-record", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	clitest.Conform(t, clitest.Binary{Name: "release-record", Variables: variables, Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 		return run(context.Background(), args, getenv, time.Now, stdout, stderr)
-	}, variables)
+	}})
 }
 
 // TestHelpNamesEveryVariableItReads starts it with a configuration that
@@ -345,7 +344,7 @@ func TestHelpNamesEveryVariableItReads(t *testing.T) {
 	env := clitest.Record(map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "CDEVENTS_SINK": "http://sink.example/",
 		"KUBECONFIG": filepath.Join(t.TempDir(), "missing")})
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), nil, env.Getenv, time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+	if code := run(context.Background(), nil, env.Getenv, time.Now, io.Discard, logs); code != 2 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
 	env.Named(t, variables)

@@ -47,7 +47,7 @@ func TestReleasePageInABrowser(t *testing.T) {
 	bin := chromium(t)
 	cp := testenv.Shared(t)
 	recordNS := cp.Namespace(t)
-	kubeconfig := grant(t, cp, recordNS)
+	kubeconfig := grant(t, cp, rbacFile, "release-record", recordNS)
 	now := time.Now().UTC().Truncate(time.Second)
 	release := func(app, version string, state releaserecord.State, merged, at, healthy time.Duration) releaserecord.Record {
 		cluster := "prod-eu"

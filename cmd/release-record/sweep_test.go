@@ -25,17 +25,6 @@ const sweepRBAC = "../../deploy/release-record-sweep/rbac.yaml"
 // docs/release-record.md names.
 var sweepVariables = []string{"RECORD_NAMESPACE", "RELEASE_STALL_MINUTES", "RECORD_TTL_DAYS", "KEEP_HEALTHY", "KUBECONFIG"}
 
-// sweepGrant applies the sweep's RBAC file with the records in recordNS,
-// replace swapping more of it, and waits until the authoriser has it; it
-// returns the kubeconfig acting as the sweep's ServiceAccount.
-func sweepGrant(t *testing.T, cp *testenv.ControlPlane, recordNS string, replace ...string) string {
-	t.Helper()
-	replace = append([]string{"delivery-system # RECORD_NAMESPACE", recordNS + " # RECORD_NAMESPACE"}, replace...)
-	kubeconfig := cp.GrantKubeconfig(t, sweepRBAC, "delivery-system", "release-record-sweep", replace...)
-	testenv.WaitForGrant(t, cp.As("delivery-system", "release-record-sweep"), recordNS)
-	return kubeconfig
-}
-
 // seed writes a release merged an hour ago with no fact since, and one
 // aborted 20 days ago: one to say, one to delete.
 func seed(t *testing.T, cp *testenv.ControlPlane, ns string) (stalled, old releaserecord.Record) {
@@ -83,7 +72,7 @@ func actions(t *testing.T, stdout string) []string {
 func TestSweepUnderItsGrant(t *testing.T) {
 	cp := testenv.Shared(t)
 	ns := cp.Namespace(t)
-	env := map[string]string{"RECORD_NAMESPACE": ns, "KUBECONFIG": sweepGrant(t, cp, ns)}
+	env := map[string]string{"RECORD_NAMESPACE": ns, "KUBECONFIG": grant(t, cp, sweepRBAC, "release-record-sweep", ns)}
 	stalled, old := seed(t, cp, ns)
 	code, stdout, logs := sweepOnce(env)
 	if got := actions(t, stdout); code != 0 || len(got) != 2 || got[0] != "stalled "+stalled.Name() || got[1] != "deleted "+old.Name() {
@@ -108,7 +97,7 @@ func TestSweepUnderItsGrant(t *testing.T) {
 func TestSweepFailsOnAFailedCall(t *testing.T) {
 	cp := testenv.Shared(t)
 	ns := cp.Namespace(t)
-	env := map[string]string{"RECORD_NAMESPACE": ns, "KUBECONFIG": sweepGrant(t, cp, ns, "verbs: [list, patch, delete]", "verbs: [list, patch]")}
+	env := map[string]string{"RECORD_NAMESPACE": ns, "KUBECONFIG": grant(t, cp, sweepRBAC, "release-record-sweep", ns, "verbs: [list, patch, delete]", "verbs: [list, patch]")}
 	stalled, old := seed(t, cp, ns)
 	code, stdout, logs := sweepOnce(env)
 	if got := actions(t, stdout); code != 1 || len(got) != 1 || got[0] != "stalled "+stalled.Name() {
@@ -140,22 +129,42 @@ func TestSweepBadSettingsStop(t *testing.T) {
 		"a window not a number":      {"KEEP_HEALTHY", "five"},
 	} {
 		code, stdout, logs := sweepOnce(map[string]string{change[0]: change[1]})
-		if code != 1 || stdout != "" {
+		if code != 2 || stdout != "" {
 			t.Errorf("%s: exit %d, stdout %q", name, code, stdout)
 		}
 		if lines := strings.Count(strings.TrimSpace(logs), "\n") + 1; lines != 1 || !strings.Contains(logs, change[0]) {
 			t.Errorf("%s: log %q", name, logs)
 		}
 	}
-	if code, _, logs := sweepOnce(map[string]string{"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}); code != 1 || !strings.Contains(logs, "KUBECONFIG") {
+	if code, _, logs := sweepOnce(map[string]string{"KUBECONFIG": filepath.Join(t.TempDir(), "missing")}); code != 2 || !strings.Contains(logs, "KUBECONFIG") {
 		t.Fatalf("no cluster: exit %d, log %q", code, logs)
 	}
 }
 
+// TestSweepCommandLine holds the sweep to its help and its mistakes; the
+// version and completion are the binary's own, which TestCommandLine holds.
 func TestSweepCommandLine(t *testing.T) {
-	clitest.Check(t, "release-record sweep", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-		return run(context.Background(), append([]string{"sweep"}, args...), getenv, time.Now, stdout, stderr)
-	}, sweepVariables)
+	unread := func(name string) string {
+		t.Errorf("the sweep read %s before it answered its command line", name)
+		return ""
+	}
+	for _, help := range [][]string{{"sweep", "--help"}, {"sweep", "-h"}, {"help", "sweep"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), help, unread, time.Now, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "Usage:\n  release-record sweep") {
+			t.Errorf("%q: exit %d, stdout %s", help, code, stdout.String())
+		}
+		for _, v := range append([]string{"LOG_LEVEL"}, sweepVariables...) {
+			if !strings.Contains(stdout.String(), v) {
+				t.Errorf("%q does not name %s", help, v)
+			}
+		}
+	}
+	for _, mistake := range [][]string{{"sweep", "--no-such-flag"}, {"sweep", "now"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), mistake, unread, time.Now, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "Usage:") {
+			t.Errorf("%q: exit %d, stderr %s", mistake, code, stderr.String())
+		}
+	}
 }
 
 // TestSweepHelpNamesEveryVariableItReads runs the sweep to the cluster,
@@ -163,7 +172,7 @@ func TestSweepCommandLine(t *testing.T) {
 func TestSweepHelpNamesEveryVariableItReads(t *testing.T) {
 	env := clitest.Record(map[string]string{"KUBECONFIG": filepath.Join(t.TempDir(), "missing")})
 	logs := &testenv.LogBuffer{}
-	if code := run(context.Background(), []string{"sweep"}, env.Getenv, time.Now, io.Discard, logs); code != 1 || !strings.Contains(logs.String(), "KUBECONFIG") {
+	if code := run(context.Background(), []string{"sweep"}, env.Getenv, time.Now, io.Discard, logs); code != 2 || !strings.Contains(logs.String(), "KUBECONFIG") {
 		t.Fatalf("exit %d, log %q", code, logs)
 	}
 	env.Named(t, sweepVariables)
