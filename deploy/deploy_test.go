@@ -86,6 +86,30 @@ type objects struct {
 	namespaces   []*corev1.Namespace
 }
 
+// file adds obj to the list of its kind; a kind no test reads is in all alone.
+func (o *objects) file(obj runtime.Object) {
+	for _, add := range []func(runtime.Object) bool{
+		adder(&o.deployments), adder(&o.jobs), adder(&o.cronJobs), adder(&o.services), adder(&o.accounts),
+		adder(&o.policies), adder(&o.clusterRoles), adder(&o.clusterBinds), adder(&o.roles), adder(&o.roleBinds),
+		adder(&o.budgets), adder(&o.configMaps), adder(&o.namespaces),
+	} {
+		if add(obj) {
+			return
+		}
+	}
+}
+
+// adder adds an object of kind T to list, and says whether obj was one.
+func adder[T runtime.Object](list *[]T) func(runtime.Object) bool {
+	return func(obj runtime.Object) bool {
+		v, ok := obj.(T)
+		if ok {
+			*list = append(*list, v)
+		}
+		return ok
+	}
+}
+
 var decoder = serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 
 // decode reads every document of a YAML stream as the typed object of its
@@ -110,34 +134,7 @@ func decode(t *testing.T, what string, stream []byte) objects {
 			t.Fatalf("%s: %v", what, err)
 		}
 		o.all = append(o.all, obj)
-		switch v := obj.(type) {
-		case *appsv1.Deployment:
-			o.deployments = append(o.deployments, v)
-		case *batchv1.Job:
-			o.jobs = append(o.jobs, v)
-		case *batchv1.CronJob:
-			o.cronJobs = append(o.cronJobs, v)
-		case *corev1.Service:
-			o.services = append(o.services, v)
-		case *corev1.ServiceAccount:
-			o.accounts = append(o.accounts, v)
-		case *networkingv1.NetworkPolicy:
-			o.policies = append(o.policies, v)
-		case *rbacv1.ClusterRole:
-			o.clusterRoles = append(o.clusterRoles, v)
-		case *rbacv1.ClusterRoleBinding:
-			o.clusterBinds = append(o.clusterBinds, v)
-		case *rbacv1.Role:
-			o.roles = append(o.roles, v)
-		case *rbacv1.RoleBinding:
-			o.roleBinds = append(o.roleBinds, v)
-		case *policyv1.PodDisruptionBudget:
-			o.budgets = append(o.budgets, v)
-		case *corev1.ConfigMap:
-			o.configMaps = append(o.configMaps, v)
-		case *corev1.Namespace:
-			o.namespaces = append(o.namespaces, v)
-		}
+		o.file(obj)
 	}
 	return o
 }
