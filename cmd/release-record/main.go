@@ -13,6 +13,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
@@ -113,34 +115,55 @@ func loadConfig(getenv func(string) string) (config, error) {
 	return cfg, nil
 }
 
-// run answers --help and --version, or starts the service and serves until
-// ctx ends; it returns the exit code.
+// run answers its command line, or starts the service and serves until ctx
+// ends, or sweeps once ("sweep"); it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, logs io.Writer) int {
-	if len(args) > 0 && args[0] == "sweep" {
-		return runSweep(ctx, args[1:], getenv, now, stdout, logs)
+	return cli.NewEnv(getenv, stdout, logs).Execute(ctx, cli.Command{
+		Service: service,
+		Run:     func(ctx context.Context, env cli.Env) error { return serve(ctx, env, now) },
+		Subcommands: []cli.Command{{
+			Service: cli.Service{Name: "sweep", Summary: sweepCommand.Summary, Variables: sweepCommand.Variables},
+			Short:   "Raise stall alerts and delete old records, once",
+			Run:     func(ctx context.Context, env cli.Env) error { return sweep(ctx, env, now) },
+		}},
+	}, args)
+}
+
+// sweep reads the sweep's settings first, so a bad one exits as every
+// binary's does, then sweeps once.
+func sweep(ctx context.Context, env cli.Env, now func() time.Time) error {
+	if _, err := loadSweepConfig(env.Getenv); err != nil {
+		return cli.BadSetting(err)
 	}
-	if code, answered := service.Answer(args, stdout, logs); answered {
-		return code
+	if _, err := kubeclient.Config(env.Getenv); err != nil {
+		return cli.BadSetting(err)
 	}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	cfg, err := loadConfig(getenv)
+	return cli.Exit(runSweep(ctx, nil, env.Getenv, now, env.Stdout, env.Stderr))
+}
+
+// serve reads the settings, connects, and looks at the Flux units beside
+// its server.
+func serve(ctx context.Context, env cli.Env, now func() time.Time) error {
+	logger := env.Log
+	cfg, err := loadConfig(env.Getenv)
 	if err != nil {
-		logger.Error("bad configuration", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
 	}
-	svc, observer, err := build(cfg, getenv, now, logger)
+	rest, err := kubeclient.Config(env.Getenv)
 	if err != nil {
-		logger.Error("cannot start", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
 	}
-	history, err := readHistory(cfg, getenv, now, logger)
+	svc, observer, err := build(cfg, rest, now, logger)
+	if err != nil {
+		return cli.Failed("cannot start", err)
+	}
+	history, err := readHistory(cfg, rest, now, logger)
 	if err == nil {
 		// /metrics answers the metrics stack alone, as the gate's does.
-		history.Scrapers, err = releasehistory.ScrapersFrom(getenv, logger)
+		history.Scrapers, err = releasehistory.ScrapersFrom(env.Getenv, logger)
 	}
 	if err != nil {
-		logger.Error("cannot start", slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("cannot start", err)
 	}
 	loop := &periodic.Loop{Interval: cfg.interval, Pass: observer.Pass, Now: now, Logger: logger, Name: "look"}
 	prompts := &releaserecord.Prompts{HMACKey: cfg.hmacKey, Prompt: loop.Prompt}
@@ -151,7 +174,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 		Sources: []releaserecord.Pushed{releaserecord.Rollouts{}, releaserecord.ArgoCD{}}, Logger: logger}
 	logger.Info("release-record started", slog.String("cluster", cfg.cluster), slog.String("env", cfg.env),
 		slog.String("records", cfg.recordNamespace), slog.String("mode", string(cfg.mode)), slog.Bool("observeFlux", cfg.observeFlux))
-	serve := func(ctx context.Context) error {
+	listen := func(ctx context.Context) error {
 		return server.ListenAndServe(ctx, cfg.addr, server.Config{
 			Logger: logger,
 			Routes: func(mux *http.ServeMux) {
@@ -165,24 +188,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 		})
 	}
 	if cfg.observeFlux {
-		err = loop.RunBeside(ctx, serve)
+		err = loop.RunBeside(ctx, listen)
 	} else {
-		err = serve(ctx)
+		err = listen(ctx)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		logger.Error("server stopped", slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("server stopped", err)
 	}
-	return 0
+	return nil
 }
 
-// build connects to the cluster (KUBECONFIG, else the in-cluster
-// ServiceAccount) for the records and the units, and to the sink.
-func build(cfg config, getenv func(string) string, now func() time.Time, logger *slog.Logger) (*releaserecord.Service, *releaserecord.Observer, error) {
-	rest, err := kubeclient.Config(getenv)
-	if err != nil {
-		return nil, nil, err
-	}
+// build connects to the cluster rest finds for the records and the units,
+// and to the sink.
+func build(cfg config, rest *rest.Config, now func() time.Time, logger *slog.Logger) (*releaserecord.Service, *releaserecord.Observer, error) {
 	store, err := releaserecord.NewKubeStore(rest, cfg.recordNamespace)
 	if err != nil {
 		return nil, nil, err
@@ -213,11 +231,7 @@ func build(cfg config, getenv func(string) string, now func() time.Time, logger 
 
 // readHistory builds the read side: the read API, /metrics and the page,
 // over the records listed as the sweep lists them, cached READ_CACHE.
-func readHistory(cfg config, getenv func(string) string, now func() time.Time, logger *slog.Logger) (*releasehistory.API, error) {
-	rest, err := kubeclient.Config(getenv)
-	if err != nil {
-		return nil, err
-	}
+func readHistory(cfg config, rest *rest.Config, now func() time.Time, logger *slog.Logger) (*releasehistory.API, error) {
 	list, err := releasehistory.NewKubeSweep(rest, cfg.recordNamespace)
 	if err != nil {
 		return nil, err

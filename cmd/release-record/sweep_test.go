@@ -23,7 +23,7 @@ const sweepRBAC = "../../deploy/release-record-sweep/rbac.yaml"
 
 // sweepVariables are the variables the sweep's table in
 // docs/release-record.md names.
-var sweepVariables = []string{"RECORD_NAMESPACE", "RELEASE_STALL_MINUTES", "RECORD_TTL_DAYS", "KEEP_HEALTHY", "KUBECONFIG"}
+var sweepVariables = []string{"RECORD_NAMESPACE", "RELEASE_STALL_MINUTES", "RECORD_TTL_DAYS", "KEEP_HEALTHY", "KUBECONFIG", "LOG_LEVEL"}
 
 // seed writes a release merged an hour ago with no fact since, and one
 // aborted 20 days ago: one to say, one to delete.
