@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/JorisJonkers-dev/delivery/internal/podcallers"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -47,23 +48,8 @@ func (f FlaggerIdentity) Validate() (labels.Selector, error) {
 
 // IsFlagger reports whether addr, a connection's source address, belongs to a
 // pod of Flagger among pods (the pods of Flagger's namespace its selector
-// matches): Running, not terminating, not on the host network (where its
-// address would be the node's, shared with everything else there) and under
-// Flagger's ServiceAccount.
+// matches), by the rule every caller known by its pod is held to
+// (podcallers.Admits), the metrics stack's on /metrics too.
 func IsFlagger(addr netip.Addr, pods []release.Pod, serviceAccount string) bool {
-	addr = addr.Unmap()
-	if !addr.IsValid() {
-		return false
-	}
-	for _, p := range pods {
-		if !p.Running || p.Terminating || p.HostNetwork || p.ServiceAccount != serviceAccount {
-			continue
-		}
-		for _, ip := range p.IPs {
-			if a, err := netip.ParseAddr(ip); err == nil && a.Unmap() == addr {
-				return true
-			}
-		}
-	}
-	return false
+	return podcallers.Admits(addr, pods, serviceAccount)
 }

@@ -1,53 +1,21 @@
 package releasegate
 
 import (
-	"errors"
-	"fmt"
-	"log/slog"
+	"context"
 	"net/http"
-	"net/netip"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/podcallers"
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
 // ScraperIdentity says which pods are the metrics stack's: the only callers
-// /metrics answers, since it names namespaces and revisions.
-type ScraperIdentity struct {
-	Namespace      string
-	Selector       string
-	ServiceAccount string
-}
-
-// Configured reports whether any of the three is set.
-func (s ScraperIdentity) Configured() bool {
-	return s.Namespace != "" || s.Selector != "" || s.ServiceAccount != ""
-}
-
-// Validate checks the three are set together or not at all and returns the
-// selector (nil when none is set). A selector that matches every pod would
-// let any pod of the namespace scrape.
-func (s ScraperIdentity) Validate() (labels.Selector, error) {
-	if !s.Configured() {
-		return nil, nil
-	}
-	if s.Namespace == "" || s.Selector == "" || s.ServiceAccount == "" {
-		return nil, errors.New("METRICS_SCRAPER_NAMESPACE, METRICS_SCRAPER_SELECTOR and METRICS_SCRAPER_SERVICE_ACCOUNT are set together or not at all")
-	}
-	sel, err := labels.Parse(s.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("METRICS_SCRAPER_SELECTOR %q: %w", s.Selector, err)
-	}
-	if sel.Empty() {
-		return nil, fmt.Errorf("METRICS_SCRAPER_SELECTOR %q selects every pod", s.Selector)
-	}
-	return sel, nil
-}
-
-const replyNotScraper = "the release gate's metrics answer the metrics stack alone"
+// /metrics answers. The rule is podcallers', which the release record's
+// /metrics holds its scrapers to as well.
+type ScraperIdentity = podcallers.ScraperIdentity
 
 var (
 	descTended = prometheus.NewDesc("release_gate_tended_timestamp_seconds",
@@ -103,41 +71,19 @@ func (c roundCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // MetricsHandler answers GET /metrics to the metrics stack's pods alone, by
-// the rule the webhooks hold Flagger to: the connection's source address is
-// a Running pod off the host network of the scraper's namespace, selector and
-// ServiceAccount, read on each scrape. With no scraper configured every
-// scrape is refused.
+// the rule the webhooks hold Flagger to (podcallers.Admits): the
+// connection's source address is a Running pod off the host network of the
+// scraper's namespace, selector and ServiceAccount, read on each scrape.
+// With no scraper configured every scrape is refused.
 func (t *Tender) MetricsHandler(scraper ScraperIdentity) (http.Handler, error) {
-	sel, err := scraper.Validate()
+	pods := func(ctx context.Context, namespace string, selector labels.Selector) ([]release.Pod, error) {
+		return t.cluster.Pods(ctx, namespace, selector)
+	}
+	scrapers, err := podcallers.NewScrapers("release gate", scraper, pods, t.logger)
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(roundCollector{t})
-	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		if sel == nil {
-			server.Answer(w, http.StatusForbidden, replyNotScraper)
-			return
-		}
-		addr, err := netip.ParseAddrPort(r.RemoteAddr)
-		if err != nil {
-			server.Answer(w, http.StatusForbidden, replyNotScraper)
-			return
-		}
-		pods, err := t.cluster.Pods(ctx, scraper.Namespace, sel)
-		if err != nil {
-			t.logger.LogAttrs(ctx, slog.LevelError, "cannot check the scraper", slog.String("cause", err.Error()))
-			server.Answer(w, http.StatusServiceUnavailable, "the release gate cannot check its caller now; its log names the cause")
-			return
-		}
-		// The rule that admits Flagger's pods admits the scraper's.
-		if !IsFlagger(addr.Addr(), pods, scraper.ServiceAccount) {
-			t.logger.LogAttrs(ctx, slog.LevelWarn, "scraper refused", slog.String("remote", r.RemoteAddr))
-			server.Answer(w, http.StatusForbidden, replyNotScraper)
-			return
-		}
-		metrics.ServeHTTP(w, r)
-	}), nil
+	return scrapers.Only(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), nil
 }

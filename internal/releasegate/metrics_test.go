@@ -64,33 +64,3 @@ release_gate_tended_timestamp_seconds 0
 		t.Fatalf("following: %v", err)
 	}
 }
-
-func TestScraperIdentity(t *testing.T) {
-	cases := []struct {
-		name  string
-		id    ScraperIdentity
-		set   bool
-		cause string
-	}{
-		{"none set: every scrape refused", ScraperIdentity{}, false, ""},
-		{"all three", ScraperIdentity{"monitoring", "app.kubernetes.io/name=prometheus", "prometheus"}, true, ""},
-		{"a namespace alone", ScraperIdentity{Namespace: "monitoring"}, false, "together"},
-		{"no service account", ScraperIdentity{"monitoring", "a=b", ""}, false, "together"},
-		{"a selector of every pod", ScraperIdentity{"monitoring", " ", "prometheus"}, false, "every pod"},
-		{"a selector that does not parse", ScraperIdentity{"monitoring", "a in (", "prometheus"}, false, "METRICS_SCRAPER_SELECTOR"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			sel, err := c.id.Validate()
-			if c.cause != "" {
-				if err == nil || !strings.Contains(err.Error(), c.cause) {
-					t.Fatalf("err %v, want %q", err, c.cause)
-				}
-				return
-			}
-			if err != nil || (sel != nil) != c.set {
-				t.Fatalf("selector %v err %v", sel, err)
-			}
-		})
-	}
-}

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/JorisJonkers-dev/delivery/internal/podcallers"
 )
 
 // The DORA figures as Prometheus metrics, per app, env and cluster. They
@@ -89,5 +91,10 @@ func histogram(d *prometheus.Desc, obs []time.Duration, k ServiceKey) prometheus
 func (a *API) MetricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(Collector{a.Cache}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return a.Scrapers.Only(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	scrapers := a.Scrapers
+	if scrapers == nil {
+		// None set: every scrape is refused, in the release record's words.
+		scrapers = &podcallers.Scrapers{Service: service}
+	}
+	return scrapers.Only(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 }

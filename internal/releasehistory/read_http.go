@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/JorisJonkers-dev/delivery/internal/podcallers"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
@@ -17,7 +18,7 @@ import (
 type API struct {
 	// Scrapers are the only callers /metrics answers (the metrics stack's
 	// pods, by the gate's rule); nil answers none.
-	Scrapers *Scrapers
+	Scrapers *podcallers.Scrapers
 
 	Cache *Cache
 	// KeepHealthy is KEEP_HEALTHY: the rollback window.
