@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -36,6 +34,9 @@ type invocation struct {
 type exitCode int
 
 func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
+
+// ExitCode is the code the shared command skeleton exits with.
+func (e exitCode) ExitCode() int { return int(e) }
 
 // The variables mesh reads, each named in the help of the commands that
 // read it.
@@ -85,54 +86,20 @@ func variablesOf(command string) []settings.Variable {
 // run is the whole command, handed its arguments, environment, clock and
 // outputs so a test runs it end to end.
 func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
-	root := commands(invocation{getenv: getenv, now: now, stdout: stdout, stderr: stderr,
-		logger: slog.New(slog.NewJSONHandler(stderr, nil))})
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "mesh: a command is required: key, compose, assigner, put, source, view, status, watchman, agent, backup-seat, grants or demo\n\n%s", root.UsageString())
-		return 2
-	}
-	root.SetArgs(args)
-	failed, err := root.ExecuteContextC(ctx)
-	if code, ok := errors.AsType[exitCode](err); ok {
-		return int(code)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n\n%s", failed.CommandPath(), err, failed.UsageString())
-		return 2
-	}
-	return 0
-}
-
-func commands(in invocation) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "mesh",
-		Short: "Deliver modules to nodes over a NATS JetStream bus",
-		Long: "mesh delivers modules straight to nodes: each node's want of each module names a build fingerprint\n" +
+	env := cli.NewEnv(getenv, stdout, stderr)
+	in := invocation{getenv: getenv, now: now, stdout: stdout, stderr: stderr, logger: env.Log}
+	return env.Execute(ctx, cli.Command{
+		Service: cli.Service{Name: "mesh", Variables: variablesOf("mesh"), Summary: "mesh delivers modules straight to nodes: each node's want of each module names a build fingerprint\n" +
 			"and the digest of the one signed composition it allows. \"mesh key\" makes a signing key pair,\n" +
 			"\"mesh compose\" signs a composition and puts it on the bus, \"mesh assigner\" writes the wants the\n" +
 			"seven rules give, and \"mesh put\" holds one node's want by hand. \"mesh source\" writes the revision CI\n" +
 			"built, \"mesh view\" and \"mesh status\" say whether it is delivered, \"mesh watchman\" says a node that\n" +
 			"does not move; on each node \"mesh agent\" applies what it is signed to and \"mesh backup-seat\" backs\n" +
-			"its data up first.",
-		Version:           cli.Version(),
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
-	}
-	root.SetVersionTemplate(cli.VersionLine("mesh") + "\n")
-	root.Flags().Bool("version", false, "print the version and exit")
-	help := root.HelpFunc()
-	root.SetHelpFunc(func(c *cobra.Command, args []string) {
-		help(c, args)
-		if vars := variablesOf(c.Name()); len(vars) > 0 {
-			fmt.Fprintln(c.OutOrStdout(), "\nEnvironment:")
-			cli.WriteVariables(c.OutOrStdout(), vars)
-		}
-	})
-	root.AddCommand(keyCommand(in), composeCommand(in), assignerCommand(in), putCommand(in),
-		sourceCommand(in), viewCommand(in), statusCommand(in), watchmanCommand(in), agentCommand(in), backupSeatCommand(in),
-		grantsCommand(in), demoCommand(in), demoModuleCommand(in))
-	return root
+			"its data up first."},
+		Short: "Deliver modules to nodes over a NATS JetStream bus",
+		Commands: []*cobra.Command{keyCommand(in), composeCommand(in), assignerCommand(in), putCommand(in),
+			sourceCommand(in), viewCommand(in), statusCommand(in), watchmanCommand(in), agentCommand(in), backupSeatCommand(in),
+			grantsCommand(in), demoCommand(in), demoModuleCommand(in)},
+		VariablesOf: variablesOf,
+	}, args)
 }

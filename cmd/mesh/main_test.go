@@ -24,14 +24,15 @@ import (
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestCommandLine(t *testing.T) {
-	clitest.Check(t, "mesh", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-		return run(context.Background(), args, getenv, time.Now, stdout, stderr)
-	}, variables)
+	clitest.Conform(t, clitest.Binary{Name: "mesh", Variables: variables, Start: []string{"status"},
+		Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+			return run(context.Background(), args, getenv, time.Now, stdout, stderr)
+		}})
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "mesh: a command is required"},
+		{nil, "mesh: name a command: agent, assigner, "},
 		{[]string{"deploy"}, `unknown command "deploy" for "mesh"`},
 		{[]string{"put", "n1", "web"}, "name the node, the module"},
 		{[]string{"put", "--end", "n1", "web", "f1"}, "name the node, the module"},
