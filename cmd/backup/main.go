@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,6 +38,9 @@ type exitCode int
 
 func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
 
+// ExitCode is the code the shared command skeleton exits with.
+func (e exitCode) ExitCode() int { return int(e) }
+
 func exitWith(code int) error {
 	if code == 0 {
 		return nil
@@ -51,65 +52,21 @@ func exitWith(code int) error {
 // outputs so a test runs it end to end. A mistake on the command line exits
 // 2 with the usage on stderr before anything reads the environment.
 func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
-	root := commands(invocation{getenv: getenv, now: now, stdout: stdout, stderr: stderr,
-		logger: slog.New(slog.NewJSONHandler(stderr, nil))})
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "backup: name a command: %s, restore or drill\n\n%s", strings.Join(methodNames(), ", "), root.UsageString())
-		return 2
-	}
-	root.SetArgs(args)
-	failed, err := root.ExecuteContextC(ctx)
-	if code, ok := errors.AsType[exitCode](err); ok {
-		return int(code)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n\n%s", failed.CommandPath(), err, failed.UsageString())
-		return 2
-	}
-	return 0
-}
-
-// methodNames are the names of the methods, each a command.
-func methodNames() []string {
-	var names []string
+	env := cli.NewEnv(getenv, stdout, stderr)
+	in := invocation{getenv: getenv, now: now, stdout: stdout, stderr: stderr, logger: env.Log}
+	commands := []*cobra.Command{}
 	for _, m := range backup.Methods() {
-		names = append(names, m.Name())
+		commands = append(commands, methodCommand(in, m))
 	}
-	return names
-}
-
-// commands is backup's command line: a command for each method, restore and
-// drill.
-func commands(in invocation) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "backup",
-		Short: "Write a generation onto the backup claim, copy it off the cluster, and read generations back",
-		Long: "backup writes one generation of a volume (files), a PostgreSQL server (postgres) or a RabbitMQ\n" +
+	return env.Execute(ctx, cli.Command{
+		Service: cli.Service{Name: "backup", Variables: variablesOf("backup"), Summary: "backup writes one generation of a volume (files), a PostgreSQL server (postgres) or a RabbitMQ\n" +
 			"broker's definitions (rabbitmq) onto the backup claim, copies it off the cluster when a destination\n" +
 			"is set, prunes, and exits: 0 only when the generation is complete and durable. \"backup restore\" and\n" +
-			"\"backup drill\" read the generations back. Its environment configures it.",
-		Version:           cli.Version(),
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
-	}
-	root.SetVersionTemplate(cli.VersionLine("backup") + "\n")
-	root.Flags().Bool("version", false, "print the version and exit")
-	help := root.HelpFunc()
-	root.SetHelpFunc(func(c *cobra.Command, args []string) {
-		help(c, args)
-		if vars := variablesOf(c.Name()); len(vars) > 0 {
-			fmt.Fprintln(c.OutOrStdout(), "\nEnvironment:")
-			cli.WriteVariables(c.OutOrStdout(), vars)
-		}
-	})
-	for _, m := range backup.Methods() {
-		root.AddCommand(methodCommand(in, m))
-	}
-	root.AddCommand(restoreCommand(in), drillCommand(in))
-	return root
+			"\"backup drill\" read the generations back. Its environment configures it."},
+		Short:       "Write a generation onto the backup claim, copy it off the cluster, and read generations back",
+		Commands:    append(commands, restoreCommand(in), drillCommand(in)),
+		VariablesOf: variablesOf,
+	}, args)
 }
 
 func methodCommand(in invocation, m backup.Method) *cobra.Command {
@@ -119,19 +76,18 @@ func methodCommand(in invocation, m backup.Method) *cobra.Command {
 		Short: m.Summary(),
 		Long: "backup " + method + " writes one generation onto the backup claim, copies it off the cluster when\n" +
 			"BACKUP_OFF_CLUSTER is set, prunes, and exits 0 only when the generation is complete and durable.\n" +
-			"It logs JSON lines; a bad variable exits 2 before anything is written, a failed run exits 1.",
+			"It logs at LOG_LEVEL; a bad variable exits 2 before anything is written, a failed run exits 1.",
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return exitWith(runJob(c.Context(), in, method)) },
+		RunE: func(c *cobra.Command, _ []string) error { return runJob(c.Context(), in, method) },
 	}
 }
 
 // runJob writes, copies and prunes one generation of method.
-func runJob(ctx context.Context, in invocation, method string) int {
+func runJob(ctx context.Context, in invocation, method string) error {
 	logger := in.logger
 	job, err := configure(method, in.getenv, logger)
 	if err != nil {
-		logger.Error("backup did not start", "error", err.Error())
-		return 2
+		return cli.BadSetting(err)
 	}
 	job.Now = in.now
 	job.Logger = logger
@@ -140,12 +96,11 @@ func runJob(ctx context.Context, in invocation, method string) int {
 	}
 	result, err := job.Run(ctx)
 	if err != nil {
-		logger.Error("backup failed", "method", job.Method.Name(), "error", err.Error())
-		return 1
+		return cli.Failed("backup failed", err, "method", job.Method.Name())
 	}
 	logger.Info("backup complete", "method", job.Method.Name(), "generation", result.Generation.Name(),
 		"bytes", result.Size, "seconds", result.Took.Seconds(), "pruned", len(result.Pruned))
-	return 0
+	return nil
 }
 
 // configure reads the run of method from the environment, the method's own

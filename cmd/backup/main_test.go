@@ -123,12 +123,13 @@ func TestEveryBadSettingStopsTheRunWithOneLine(t *testing.T) {
 var variables = []string{"BACKUP_RETAIN", "BACKUP_ROLLBACK", "BACKUP_DIR", "BACKUP_SOURCE_DIR", "BACKUP_HOST", "BACKUP_PORT",
 	"PGUSER", "PGPASSWORD", "BACKUP_PG_DUMPALL", "RABBITMQ_USERNAME", "RABBITMQ_PASSWORD", "BACKUP_OFF_CLUSTER",
 	"BACKUP_OFF_CLUSTER_PATH", "BACKUP_OFF_CLUSTER_RECIPIENT", "BACKUP_OFF_CLUSTER_PART_MIB", "AWS_ENDPOINT_URL",
-	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"}
+	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "LOG_LEVEL"}
 
 func TestCommandLine(t *testing.T) {
-	clitest.Check(t, "backup", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-		return run(context.Background(), args, getenv, clock, stdout, stderr)
-	}, variables)
+	clitest.Conform(t, clitest.Binary{Name: "backup", Variables: variables, Start: []string{"files"},
+		Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+			return run(context.Background(), args, getenv, clock, stdout, stderr)
+		}})
 }
 
 // unread is an environment a run must not read.
