@@ -238,7 +238,11 @@ func (s *Server) handler() http.Handler {
 			s.record(r, auth, rec.status)
 		})
 	}
+	// A call to an operation the double does not serve could not be held
+	// to GitHub's description, and its 404 would read as GitHub's own
+	// answer: it is reported, so the test that made it says what to add.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.violate(fmt.Errorf("request %s %s: the double serves no such operation (add it to third_party/github/operations.txt and to the double's routes)", r.Method, r.URL.Path))
 		writeError(w, http.StatusNotFound, "Not Found")
 		s.record(r, "", http.StatusNotFound)
 	})

@@ -292,7 +292,8 @@ func TestAppJWTIsHeldToGitHubsRules(t *testing.T) {
 
 func TestFailWithAndUnknownRoutes(t *testing.T) {
 	ctx := context.Background()
-	fake := fakegithub.New(t)
+	// The unserved route below is reported: kept, and checked, here.
+	fake := fakegithub.New(t, fakegithub.OnViolation(func(error) {}))
 	fake.PutFile(repo, "a", []byte("a"))
 	gh := client(t, fake, fake.URL())
 	fake.FailWith(http.StatusBadGateway)
@@ -305,6 +306,9 @@ func TestFailWithAndUnknownRoutes(t *testing.T) {
 	}
 	if _, resp, _ := gh.Repositories.Get(ctx, "estate-org", "estate"); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("an unserved route answered %d", resp.StatusCode)
+	}
+	if v := fake.Violations(); len(v) != 1 || !strings.Contains(v[0].Error(), "no such operation") {
+		t.Fatalf("violations %v, want the unserved route's", v)
 	}
 	if c := fake.Calls()[len(fake.Calls())-1]; c.String() != "GET /repos/estate-org/estate -> 404" {
 		t.Fatalf("last call %v", c)
