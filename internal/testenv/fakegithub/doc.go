@@ -11,6 +11,8 @@
 // kin-openapi against GitHub's own OpenAPI description of the operations it
 // serves (third_party/github, cut from @octokit/openapi). A request the
 // description refuses is answered as GitHub would (422, 400, or 404 for a
-// path GitHub would not route) and fails the test that made it; an answer it
-// does not allow is a bug in the double and fails the test too.
+// path GitHub would not route) and fails the test that made it, as does a
+// call to an operation the double does not serve; an answer the description
+// does not allow is a bug in the double and fails the test too. A double from
+// Start, which has no test to fail, keeps them in Violations.
 package fakegithub
