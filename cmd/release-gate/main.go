@@ -43,104 +43,162 @@ func listenTCP(ctx context.Context, addr string) (net.Listener, error) {
 	return lc.Listen(ctx, "tcp", addr)
 }
 
-// run answers --help and --version, or reads the environment, connects to
-// the cluster and serves until ctx ends or SIGTERM or SIGINT arrives, then
-// drains.
+// run answers its command line, or reads the environment, connects to the
+// cluster and serves until ctx ends or SIGTERM or SIGINT arrives, then
+// drains; it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, logOut io.Writer, listen listener) int {
-	if code, answered := service.Answer(args, stdout, logOut); answered {
-		return code
-	}
+	return cli.NewEnv(getenv, stdout, logOut).Execute(ctx, cli.Command{Service: service,
+		Run: func(ctx context.Context, env cli.Env) error { return serve(ctx, env, listen) }}, args)
+}
+
+// serve reads the settings, assembles the gate and serves it; every
+// replica answers, and only the Lease's holder runs the rounds.
+func serve(ctx context.Context, env cli.Env, listen listener) error {
 	ctx, stop := server.SignalContext(ctx)
 	defer stop()
-	logger := slog.New(slog.NewJSONHandler(logOut, nil))
+	logger := env.Log
+	s, err := readSettings(env.Getenv)
+	if err != nil {
+		return cli.BadSetting(err)
+	}
+	p, err := assemble(s, env.Getenv, logger)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(ctx, s.addr)
+	if err != nil {
+		return cli.Failed("listen", err, slog.String("addr", s.addr))
+	}
+	// The watch of Flagger's pods starts once nothing can stop the gate
+	// from serving: it logs on its own as it meets the API server.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	callers := p.kube.WatchPods(watchCtx, s.flagger.Namespace, s.flaggerSelector, logger)
+	defer func() { stopWatch(); <-callers.Stopped() }()
+	gate, err := releasegate.New(p.kube, callers, releasegate.Config{Flagger: s.flagger, GateNamespace: s.gateNamespace, OwnTraffic: s.ownTraffic}, logger)
+	if err != nil {
+		_ = ln.Close()
+		return cli.BadSetting(err)
+	}
+	rounds := &periodic.Loop{Interval: releasegate.RoundInterval, Pass: p.tender.Round, Logger: logger, Name: "round"}
+	p.tender.OnWarmupDone(rounds.Prompt)
+	// On SIGTERM ctx ends at once, so the leader stops acting and releases
+	// the Lease while the server still finishes answering what it was asked.
+	leadCtx, stopLeading := context.WithCancel(ctx)
+	led := make(chan error, 1)
+	go func() {
+		led <- p.elector.Run(leadCtx, func(term context.Context) {
+			rounds.Run(term)
+			p.tender.Forget()
+		})
+	}()
+	err = server.Serve(ctx, ln, server.Config{Routes: p.routes(gate, rounds), Ready: gate.Ready, Logger: logger})
+	stopLeading()
+	if leadErr := <-led; leadErr != nil && err == nil {
+		err = leadErr
+	}
+	if err != nil {
+		return cli.Failed("serve", err)
+	}
+	return nil
+}
+
+// gateSettings are everything the gate reads from its environment.
+type gateSettings struct {
+	addr            string
+	flagger         releasegate.FlaggerIdentity
+	flaggerSelector labels.Selector
+	gateNamespace   string
+	ownTraffic      probe.Thresholds
+	leader          releasegate.LeaderSettings
+	scraper         releasegate.ScraperIdentity
+}
+
+// readSettings reads and checks every variable but KUBECONFIG; an error
+// names the variable.
+func readSettings(getenv func(string) string) (gateSettings, error) {
 	env := settings.New(getenv)
-	addr := env.Address("ADDR", ":8080")
-	flagger := releasegate.FlaggerIdentity{
-		Namespace:      env.String("FLAGGER_NAMESPACE", "delivery-system"),
-		Selector:       env.String("FLAGGER_SELECTOR", "app.kubernetes.io/instance=flagger"),
-		ServiceAccount: env.String("FLAGGER_SERVICE_ACCOUNT", "flagger"),
+	s := gateSettings{
+		addr: env.Address("ADDR", ":8080"),
+		flagger: releasegate.FlaggerIdentity{
+			Namespace:      env.String("FLAGGER_NAMESPACE", "delivery-system"),
+			Selector:       env.String("FLAGGER_SELECTOR", "app.kubernetes.io/instance=flagger"),
+			ServiceAccount: env.String("FLAGGER_SERVICE_ACCOUNT", "flagger"),
+		},
+		gateNamespace: env.String("GATE_NAMESPACE", releasegate.DefaultGateNamespace),
+		ownTraffic: probe.Thresholds{
+			ErrorRate: env.Share("OWN_TRAFFIC_ERROR_RATE", releasegate.DefaultOwnTraffic.ErrorRate),
+			Latency:   env.Duration("OWN_TRAFFIC_LATENCY", releasegate.DefaultOwnTraffic.Latency),
+		},
+		scraper: releasegate.ScraperIdentity{
+			Namespace:      getenv("METRICS_SCRAPER_NAMESPACE"),
+			Selector:       getenv("METRICS_SCRAPER_SELECTOR"),
+			ServiceAccount: getenv("METRICS_SCRAPER_SERVICE_ACCOUNT"),
+		},
 	}
-	gateNamespace := env.String("GATE_NAMESPACE", releasegate.DefaultGateNamespace)
-	ownTraffic := probe.Thresholds{
-		ErrorRate: env.Share("OWN_TRAFFIC_ERROR_RATE", releasegate.DefaultOwnTraffic.ErrorRate),
-		Latency:   env.Duration("OWN_TRAFFIC_LATENCY", releasegate.DefaultOwnTraffic.Latency),
-	}
-	leader := releasegate.LeaderSettings{
-		Namespace:     gateNamespace,
+	s.leader = releasegate.LeaderSettings{
+		Namespace:     s.gateNamespace,
 		Identity:      env.String("POD_NAME", replicaName()),
 		LeaseDuration: env.Duration("LEADER_LEASE_DURATION", releasegate.DefaultLeader.LeaseDuration),
 		RenewDeadline: env.Duration("LEADER_RENEW_DEADLINE", releasegate.DefaultLeader.RenewDeadline),
 		RetryPeriod:   env.Duration("LEADER_RETRY_PERIOD", releasegate.DefaultLeader.RetryPeriod),
 	}
-	scraper := releasegate.ScraperIdentity{
-		Namespace:      getenv("METRICS_SCRAPER_NAMESPACE"),
-		Selector:       getenv("METRICS_SCRAPER_SELECTOR"),
-		ServiceAccount: getenv("METRICS_SCRAPER_SERVICE_ACCOUNT"),
-	}
 	err := env.Err()
-	var flaggerSelector labels.Selector
 	if err == nil {
-		flaggerSelector, err = flagger.Validate()
-	}
-	if err == nil {
-		_, err = scraper.Validate()
+		s.flaggerSelector, err = s.flagger.Validate()
 	}
 	if err == nil {
-		err = releasegate.CheckGateNamespace(gateNamespace)
+		_, err = s.scraper.Validate()
 	}
 	if err == nil {
-		err = leader.Check()
+		err = releasegate.CheckGateNamespace(s.gateNamespace)
 	}
-	if err != nil {
-		logger.Error("bad setting", slog.String("error", err.Error()))
-		return 2
+	if err == nil {
+		err = s.leader.Check()
 	}
+	return s, err
+}
+
+// parts are the gate's adapters, built before it listens.
+type parts struct {
+	kube    *releasegate.Kube
+	elector *releasegate.Leader
+	tender  *releasegate.Tender
+	metrics http.Handler
+}
+
+// assemble connects to the cluster KUBECONFIG finds and builds the Lease's
+// elector and the rounds' tender; its error says how the run ends.
+func assemble(s gateSettings, getenv func(string) string, logger *slog.Logger) (parts, error) {
 	cfg, err := kubeclient.Config(getenv)
 	if err != nil {
-		logger.Error("no cluster to read", slog.String("error", err.Error()))
-		return 2
+		return parts{}, cli.BadSetting(err)
 	}
 	kube, err := releasegate.NewKube(cfg)
 	if err != nil {
-		logger.Error("connect to the cluster", slog.String("error", err.Error()))
-		return 2
+		return parts{}, cli.Failed("cannot start", err)
 	}
-	elector, err := releasegate.NewLeader(kube.Core, leader, logger)
+	elector, err := releasegate.NewLeader(kube.Core, s.leader, logger)
 	if err != nil {
-		logger.Error("bad setting", slog.String("error", err.Error()))
-		return 2
+		return parts{}, cli.BadSetting(err)
 	}
-	tender := releasegate.NewTender(kube, gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
+	tender := releasegate.NewTender(kube, s.gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
 	tender.LeadWith(elector.Leading)
-	metrics, err := tender.MetricsHandler(scraper)
+	metrics, err := tender.MetricsHandler(s.scraper)
 	if err != nil {
-		logger.Error("bad setting", slog.String("error", err.Error()))
-		return 2
+		return parts{}, cli.BadSetting(err)
 	}
-	ln, err := listen(ctx, addr)
-	if err != nil {
-		logger.Error("listen", slog.String("addr", addr), slog.String("error", err.Error()))
-		return 1
-	}
-	// The watch of Flagger's pods starts once nothing can stop the gate
-	// from serving: it logs on its own as it meets the API server.
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	callers := kube.WatchPods(watchCtx, flagger.Namespace, flaggerSelector, logger)
-	defer func() { stopWatch(); <-callers.Stopped() }()
-	gate, err := releasegate.New(kube, callers, releasegate.Config{Flagger: flagger, GateNamespace: gateNamespace, OwnTraffic: ownTraffic}, logger)
-	if err != nil {
-		_ = ln.Close()
-		logger.Error("bad setting", slog.String("error", err.Error()))
-		return 2
-	}
-	rounds := &periodic.Loop{Interval: releasegate.RoundInterval, Pass: tender.Round, Logger: logger, Name: "round"}
-	tender.OnWarmupDone(rounds.Prompt)
-	routes := func(mux *http.ServeMux) {
+	return parts{kube: kube, elector: elector, tender: tender, metrics: metrics}, nil
+}
+
+// routes are the gate's webhooks and what it says of its releases and
+// rounds.
+func (p parts) routes(gate *releasegate.Gate, rounds *periodic.Loop) func(mux *http.ServeMux) {
+	return func(mux *http.ServeMux) {
 		gate.Routes(mux)
-		mux.Handle("GET /metrics", metrics)
-		mux.Handle("GET /releases", tender.ReleasesHandler())
+		mux.Handle("GET /metrics", p.metrics)
+		mux.Handle("GET /releases", p.tender.ReleasesHandler())
 		mux.HandleFunc("GET /fresh", func(w http.ResponseWriter, r *http.Request) {
-			if !elector.Leading() {
+			if !p.elector.Leading() {
 				// Another replica runs the rounds; this one's staleness is
 				// no reason to restart it.
 				_, _ = io.WriteString(w, "following: another replica runs the rounds\n")
@@ -149,27 +207,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			rounds.FreshHandler(w, r)
 		})
 	}
-	// Every replica answers; only the Lease's holder runs the rounds. On
-	// SIGTERM ctx ends at once, so the leader stops acting and releases the
-	// Lease while the server still finishes answering what it was asked.
-	leadCtx, stopLeading := context.WithCancel(ctx)
-	led := make(chan error, 1)
-	go func() {
-		led <- elector.Run(leadCtx, func(term context.Context) {
-			rounds.Run(term)
-			tender.Forget()
-		})
-	}()
-	err = server.Serve(ctx, ln, server.Config{Routes: routes, Ready: gate.Ready, Logger: logger})
-	stopLeading()
-	if leadErr := <-led; leadErr != nil && err == nil {
-		err = leadErr
-	}
-	if err != nil {
-		logger.Error("serve", slog.String("error", err.Error()))
-		return 1
-	}
-	return 0
 }
 
 // replicaName names this replica on the Lease where no POD_NAME does: the
