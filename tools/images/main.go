@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,46 +57,46 @@ func wrap(text string, width int) string {
 	return strings.Join(append(lines, line), "\n")
 }
 
-// run answers --help and --version, or builds the images its environment
-// names. Progress goes to stderr where it is a terminal; each image written is
-// a line on stdout; a failure is one line on stderr naming the cause, and 1.
+// run answers its command line, or builds the images its environment
+// names; it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, terminal bool) int {
-	if code, answered := service.Answer(args, stdout, stderr); answered {
-		return code
-	}
-	env := settings.New(getenv)
-	list := env.String("IMAGES", "")
-	dir := env.String("IMAGES_DIR", "bin/images")
-	ca := env.String("IMAGES_CA_CERTIFICATES", ociimage.CACertificates)
-	version := env.String("IMAGES_VERSION", "")
-	commit := env.String("IMAGES_COMMIT", "")
-	if err := env.Err(); err != nil {
-		fmt.Fprintf(stderr, "images: %v\n", err)
-		return 2
+	return cli.NewEnv(getenv, stdout, stderr).Execute(ctx, cli.Command{Service: service,
+		Run: func(ctx context.Context, env cli.Env) error { return buildImages(ctx, env, terminal) }}, args)
+}
+
+// buildImages builds the images. Progress is logged where stderr is a terminal;
+// each image written is a line on stdout; a failure is one log line naming
+// the cause.
+func buildImages(ctx context.Context, env cli.Env, terminal bool) error {
+	s := settings.New(env.Getenv)
+	list := s.String("IMAGES", "")
+	dir := s.String("IMAGES_DIR", "bin/images")
+	ca := s.String("IMAGES_CA_CERTIFICATES", ociimage.CACertificates)
+	version := s.String("IMAGES_VERSION", "")
+	commit := s.String("IMAGES_COMMIT", "")
+	if err := s.Err(); err != nil {
+		return cli.BadSetting(err)
 	}
 	targets, err := ociimage.Select(list)
 	if err != nil {
-		fmt.Fprintf(stderr, "images: IMAGES: %v\n", err)
-		return 2
+		return cli.BadSetting(fmt.Errorf("IMAGES: %w", err))
 	}
 	root, err := ociimage.ModuleRoot(ctx, "", ".")
 	if err != nil {
-		fmt.Fprintf(stderr, "images: %v\n", err)
-		return 1
+		return cli.Failed("no module to build", err)
 	}
 	plan := ociimage.Plan{Targets: targets, Dir: dir, CACerts: ca, Compiler: ociimage.GoBuild{Dir: root, Version: version, Commit: commit}}
 	if terminal {
-		plan.Progress = func(step string) { fmt.Fprintf(stderr, "images: %s\n", step) }
+		plan.Progress = func(step string) { env.Log.Info(step) }
 	}
 	results, err := ociimage.Build(ctx, plan)
 	if err != nil {
-		fmt.Fprintf(stderr, "images: %v\n", oneLine(err))
-		return 1
+		return cli.Failed("build failed", errors.New(oneLine(err)))
 	}
 	for _, r := range results {
-		fmt.Fprintf(stdout, "%-16s  %s  %5.1f MiB  %s\n", r.Target.Name, r.Digest, float64(r.Size)/(1<<20), r.Archive)
+		fmt.Fprintf(env.Stdout, "%-16s  %s  %5.1f MiB  %s\n", r.Target.Name, r.Digest, float64(r.Size)/(1<<20), r.Archive)
 	}
-	return 0
+	return nil
 }
 
 // oneLine is err's message on one line, whatever the tool it came from wrote.

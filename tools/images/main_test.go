@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -27,9 +28,10 @@ func TestMain(m *testing.M) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	clitest.Check(t, "images", func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-		return run(context.Background(), args, getenv, stdout, stderr, false)
-	}, []string{"IMAGES", "IMAGES_DIR", "IMAGES_CA_CERTIFICATES", "IMAGES_VERSION", "IMAGES_COMMIT"})
+	clitest.Conform(t, clitest.Binary{Name: "images", Variables: []string{"IMAGES", "IMAGES_DIR", "IMAGES_CA_CERTIFICATES", "IMAGES_VERSION", "IMAGES_COMMIT"},
+		Run: func(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+			return run(context.Background(), args, getenv, stdout, stderr, false)
+		}})
 	var help bytes.Buffer
 	service.Help(&help)
 	for _, want := range []string{"backup-postgres holds no pg_dumpall", "deploy/backup/Dockerfile", "no shell", "backup-rabbitmq"} {
@@ -45,14 +47,16 @@ func TestFailuresAreOneLine(t *testing.T) {
 		code int
 		want string
 	}{
-		{map[string]string{"IMAGES": "collector,nope"}, 2, `images: IMAGES: no image is named "nope"`},
+		{map[string]string{"IMAGES": "collector,nope"}, 2, `IMAGES: no image is named "nope"`},
 		{map[string]string{"IMAGES": "vault-policy", "IMAGES_CA_CERTIFICATES": filepath.Join(t.TempDir(), "none")}, 1,
-			"images: read the CA bundle: open "},
+			"read the CA bundle: open "},
 	} {
 		c.env["IMAGES_DIR"] = t.TempDir()
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), nil, testenv.Getenv(c.env), &stdout, &stderr, false)
-		if code != c.code || !strings.HasPrefix(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 {
+		var line struct{ Level, Error string }
+		if code != c.code || json.Unmarshal(stderr.Bytes(), &line) != nil || line.Level != "ERROR" || !strings.HasPrefix(line.Error, c.want) ||
+			strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 {
 			t.Errorf("%v: exit %d, stderr %q stdout %q; want %d and one line %q", c.env, code, stderr.String(), stdout.String(), c.code, c.want)
 		}
 	}
