@@ -1,15 +1,19 @@
 package release
 
-// Flagger's Canary phases the gate reads.
+import flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
+// Flagger's Canary phases the gate and the release path read, Flagger's own
+// values (flaggerv1.CanaryPhase), held as the plain strings Canary.Phase
+// keeps so that the rules compare them without a conversion at every turn.
 const (
-	PhaseInitialized      = "Initialized"
-	PhaseWaiting          = "Waiting"
-	PhaseProgressing      = "Progressing"
-	PhaseWaitingPromotion = "WaitingPromotion"
-	PhasePromoting        = "Promoting"
-	PhaseFinalising       = "Finalising"
-	PhaseSucceeded        = "Succeeded"
-	PhaseFailed           = "Failed"
+	PhaseInitialized      = string(flaggerv1.CanaryPhaseInitialized)
+	PhaseWaiting          = string(flaggerv1.CanaryPhaseWaiting)
+	PhaseProgressing      = string(flaggerv1.CanaryPhaseProgressing)
+	PhaseWaitingPromotion = string(flaggerv1.CanaryPhaseWaitingPromotion)
+	PhasePromoting        = string(flaggerv1.CanaryPhasePromoting)
+	PhaseFinalising       = string(flaggerv1.CanaryPhaseFinalising)
+	PhaseSucceeded        = string(flaggerv1.CanaryPhaseSucceeded)
+	PhaseFailed           = string(flaggerv1.CanaryPhaseFailed)
 )
 
 // PhaseName is a phase as a reason names it.
