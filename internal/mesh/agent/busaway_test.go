@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // TestTheBusAwayForThirtySeconds stops the real nats-server for 30 s under
@@ -40,18 +42,14 @@ func TestTheBusAwayForThirtySeconds(t *testing.T) {
 	}
 	// The client reconnects on its own; the writes wait for it.
 	d2 := ""
-	deadline := time.Now().Add(30 * time.Second)
-	for d2 == "" {
+	wait.Poll{Every: 100 * time.Millisecond}.Until(t, "the bus back", func() (bool, string) {
 		digest, err := n.tryCompose("f2")
-		if err == nil {
-			d2 = digest
-			break
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the bus did not come back: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		d2 = digest
+		return true, ""
+	})
 	n.want("f2", d2)
 	n.have("f2 running healthy after the bus came back", running("f2"))
 	if got := n.serves(); got != "f2" {
@@ -91,13 +89,10 @@ func TestAnAgentStartedWithTheBusAway(t *testing.T) {
 			return bus.Open(ctx, js, bus.Options{})
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for n.serves() != "f1" {
-		if time.Now().After(deadline) {
-			t.Fatalf("with the bus away the module answers %q\n%s", n.serves(), n.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	wait.Poll{Every: 50 * time.Millisecond, Detail: n.logs}.Until(t, "f1 served with the bus away", func() (bool, string) {
+		got := n.serves()
+		return got == "f1", fmt.Sprintf("the module answers %q", got)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := server.Start(ctx); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // runAgentProcess is the test binary as node n1's agent, in a process of
@@ -119,17 +120,10 @@ func TestAnAgentKilledMidApplyRestartsIntoOneWholeVersion(t *testing.T) {
 	}
 	n.want("f2", entry.Digest)
 	releases := filepath.Join(n.root, "web", "releases")
-	deadline := time.Now().Add(time.Minute)
-	for {
+	wait.Poll{Within: time.Minute, Every: time.Millisecond, Detail: logs}.For(t, "the install begun", func() bool {
 		matches, _ := filepath.Glob(filepath.Join(releases, ".install-*", "share", "file-0*"))
-		if len(matches) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the install never began:\n%s", logs)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return len(matches) > 0
+	})
 	_ = first.Process.Signal(syscall.SIGKILL)
 	_ = first.Wait()
 

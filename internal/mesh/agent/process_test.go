@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
@@ -22,13 +24,7 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // waitGone waits until pid is no more, failing after a deadline.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Poll{Within: 10 * time.Second, Every: 10 * time.Millisecond}.For(t, fmt.Sprintf("process %d gone", pid), func() bool { return !alive(pid) })
 }
 
 // TestStopReachesTheWholeGroup: a command that ignores SIGTERM is killed
@@ -42,15 +38,11 @@ func TestStopReachesTheWholeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var child int
-	deadline := time.Now().Add(10 * time.Second)
-	for child == 0 {
+	wait.Poll{Within: 10 * time.Second, Every: 10 * time.Millisecond, Detail: logs}.For(t, "the command's child", func() bool {
 		raw, _ := os.ReadFile(filepath.Join(dir, "child"))
 		child, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
-		if time.Now().After(deadline) {
-			t.Fatalf("the command did not start its child: %s", logs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return child != 0
+	})
 	start := time.Now()
 	p.Stop(300 * time.Millisecond)
 	if took := time.Since(start); took < 300*time.Millisecond {

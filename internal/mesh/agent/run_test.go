@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -23,6 +24,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // TestMain is also the module the agents run: started with MESH_TEST_SERVE
@@ -213,22 +215,19 @@ func (n *node) want(fingerprint, digest string) {
 func (n *node) have(what string, ok func(bus.Have) bool) bus.Have {
 	n.t.Helper()
 	key, _ := bus.HaveKey("n1", "web")
-	deadline := time.Now().Add(30 * time.Second)
 	var last bus.Have
-	for {
+	wait.Poll{Detail: n.logs}.Until(n.t, "a have "+what, func() (bool, string) {
 		entry, err := n.bus.Haves.Get(context.Background(), key)
 		if err == nil {
 			if last, err = bus.DecodeHave(entry.Value()); err == nil && ok(last) {
-				return last
+				return true, ""
 			}
 		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			n.t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("no have %s within 30 s; last %+v\n%s", what, last, n.logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%+v", last)
+	})
+	return last
 }
 
 // serves is what the module at the node's address answers.

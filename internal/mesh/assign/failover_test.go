@@ -12,6 +12,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // wantWrites counts every write of each want key a watch of its own sees,
@@ -129,15 +130,8 @@ func TestALeaderStoppedMidWritesLosesNoWantAndWritesNoneTwice(t *testing.T) {
 // waitWants waits until the watch has seen n wants.
 func waitWants(t *testing.T, seen *wantWrites, n int, logs *testenv.LogBuffer) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	wait.Poll{Within: 2 * time.Minute, Detail: logs}.Until(t, fmt.Sprintf("%d wants", n), func() (bool, string) {
 		keys, _, _ := seen.counts()
-		if keys >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d wants after 2 minutes, not %d\n%s", keys, n, logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return keys >= n, fmt.Sprintf("%d wants", keys)
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // TestAHoldItsWatchHasNotDeliveredIsNotPassedOver: the state holds web's
@@ -124,8 +125,7 @@ func TestAHoldBeforeTheBuildIsNeverPassedOver(t *testing.T) {
 	}
 	last := fingerprint(tries)
 	put(b.Builds, "build.web."+last, bus.Build{Module: "web", Fingerprint: last, State: bus.BuildDone, At: start.Add(time.Hour)})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.Poll{Detail: logs}.For(t, "the last build wanted", func() bool {
 		mu.Lock()
 		got := append([]string(nil), wanted...)
 		mu.Unlock()
@@ -134,14 +134,8 @@ func TestAHoldBeforeTheBuildIsNeverPassedOver(t *testing.T) {
 				t.Fatalf("the held build %s was wanted (wants %v)\n%s", f, got, logs)
 			}
 		}
-		if len(got) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the last build was not wanted within 30 s\n%s", logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(got) > 0
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("the assigner stopped with %v", err)
