@@ -45,8 +45,7 @@ func newJob(t *testing.T) *job {
 	t.Helper()
 	cp := testenv.Shared(t)
 	v := testenv.NewVault(t)
-	v.EnableKubernetesAuth(t, cp, "kubernetes")
-	v.GrantKubernetesRole(t, "kubernetes", "garage-catalog", jobNamespace, jobAccount, "garage-catalog", jobPolicy)
+	tokenFile := v.JobLogin(t, cp, jobNamespace, jobAccount, "garage-catalog", jobPolicy)
 	g := fakegarage.New(t)
 	if _, err := v.Client.Logical().Write(tokenPath, map[string]any{"data": map[string]any{"admin-token": g.Token}}); err != nil {
 		t.Fatal(err)
@@ -68,7 +67,7 @@ func newJob(t *testing.T) *job {
 		env: map[string]string{
 			"CATALOG_FILE": file,
 			"VAULT_ADDR":   v.Addr,
-			"TOKEN_FILE":   cp.ServiceAccountTokenFile(t, jobNamespace, jobAccount),
+			"TOKEN_FILE":   tokenFile,
 		},
 	}
 }

@@ -54,9 +54,7 @@ func newFixture(t *testing.T) *fixture {
 		map[string]any{"username": f.pg.User, "password": f.pg.Password}); err != nil {
 		t.Fatal(err)
 	}
-	f.vault.EnableKubernetesAuth(t, cp, "kubernetes")
-	f.vault.GrantKubernetesRole(t, "kubernetes", "postgres-catalog", jobNamespace, jobAccount, "postgres-catalog",
-		postgrescatalog.JobPolicy(f.catalog()))
+	tokenFile := f.vault.JobLogin(t, cp, jobNamespace, jobAccount, "postgres-catalog", postgrescatalog.JobPolicy(f.catalog()))
 	target, err := url.Parse(f.vault.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -67,10 +65,7 @@ func newFixture(t *testing.T) *fixture {
 		upstream.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
-	f.env = map[string]string{
-		"VAULT_ADDR": proxy.URL,
-		"TOKEN_FILE": cp.ServiceAccountTokenFile(t, jobNamespace, jobAccount),
-	}
+	f.env = map[string]string{"VAULT_ADDR": proxy.URL, "TOKEN_FILE": tokenFile}
 	return f
 }
 

@@ -38,12 +38,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	cp := testenv.Shared(t)
 	v := testenv.NewVault(t)
-	v.EnableKubernetesAuth(t, cp, "kubernetes")
-	v.GrantKubernetesRole(t, "kubernetes", "policy-admin", jobNamespace, jobAccount, "policy-admin", vaultpolicy.AdminPolicy("kubernetes"))
-	return &fixture{vault: v, env: map[string]string{
-		"VAULT_ADDR": v.Addr,
-		"TOKEN_FILE": cp.ServiceAccountTokenFile(t, jobNamespace, jobAccount),
-	}}
+	tokenFile := v.JobLogin(t, cp, jobNamespace, jobAccount, "policy-admin", vaultpolicy.AdminPolicy("kubernetes"))
+	return &fixture{vault: v, env: map[string]string{"VAULT_ADDR": v.Addr, "TOKEN_FILE": tokenFile}}
 }
 
 // run runs the job whole with the fixture's settings plus extra, and returns

@@ -193,6 +193,17 @@ func (v *Vault) GrantKubernetesRole(t testing.TB, mount, role, namespace, servic
 	}
 }
 
+// JobLogin sets this Vault up as the platform does for a job that logs in
+// with its ServiceAccount: Kubernetes auth at kubernetes/, reviewing tokens
+// with cp, and a role named for the policy that gives it to
+// namespace/serviceAccount. It returns the token file the job's pod mounts.
+func (v *Vault) JobLogin(t testing.TB, cp *ControlPlane, namespace, serviceAccount, policyName, policy string) string {
+	t.Helper()
+	v.EnableKubernetesAuth(t, cp, "kubernetes")
+	v.GrantKubernetesRole(t, "kubernetes", policyName, namespace, serviceAccount, policyName, policy)
+	return cp.ServiceAccountTokenFile(t, namespace, serviceAccount)
+}
+
 // LoginClient returns a client for this Vault holding no token yet, as a job
 // builds it.
 func (v *Vault) LoginClient(t testing.TB) *vaultapi.Client {
