@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // The record keepers: the ServiceAccounts that write records.
@@ -117,18 +119,13 @@ func TestRecordKeepersWriteOnlyTheirOwn(t *testing.T) {
 
 	// The guard takes a moment to load: until it refuses the gate a
 	// record of the release record's, nothing below would be tested.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	wait.Poll{Every: 100 * time.Millisecond}.Until(t, "the guard refusing the gate a record of the release record's", func() (bool, string) {
 		err := create(gateAccount, "release-"+strings.Repeat("ab", 16), recordLabels)
-		if denied(err) {
-			break
-		}
 		if err == nil {
 			_ = remove("admin", "release-"+strings.Repeat("ab", 16))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the guard never refused the gate a record of the release record's (%v)", err)
-		}
-	}
+		return denied(err), fmt.Sprint(err)
+	})
 
 	for _, c := range []struct {
 		what    string

@@ -16,6 +16,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
@@ -78,15 +79,10 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 		return resp.StatusCode, string(b)
 	}
 	// Ready once the API server answered and the watch listed Flagger's pods.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	wait.Poll{Within: 10 * time.Second, Every: 10 * time.Millisecond, Detail: logs}.Until(t, "/readyz ready", func() (bool, string) {
 		code, body := get("/readyz")
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz: %d %s\n%s", code, body, logs.String())
-		}
-	}
+		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+	})
 	if code, _ := get("/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz: %d", code)
 	}
@@ -107,17 +103,10 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 	// Between questions the rounds tend every gated Application under the
 	// same grant: the notes Application, which serves, gets its record.
 	record := notes + ".notes-release-record"
-	deadline := time.Now().Add(40 * time.Second)
-	for {
+	wait.Poll{Within: 40 * time.Second, Every: 500 * time.Millisecond, Detail: logs}.Until(t, "the record "+record+" within two rounds", func() (bool, string) {
 		cm, err := cp.Kube.CoreV1().ConfigMaps("delivery-system").Get(context.Background(), record, metav1.GetOptions{})
-		if err == nil && strings.Contains(cm.Data["record.json"], `"serving":"sha256:`+strings.Repeat("cd", 32)+`"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no record %s after two rounds (%v):\n%s", record, err, logs.String())
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return err == nil && strings.Contains(cm.Data["record.json"], `"serving":"sha256:`+strings.Repeat("cd", 32)+`"`), fmt.Sprint(err)
+	})
 	if code, body := get("/releases"); code != http.StatusOK || !strings.Contains(body, `"application":"notes"`) {
 		t.Fatalf("/releases: %d %s", code, body)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 
 	"github.com/JorisJonkers-dev/delivery/internal/server"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 type running struct {
@@ -185,18 +186,14 @@ func TestDrainFinishesInFlight(t *testing.T) {
 	r.stop()
 
 	// New connections are refused once the listener is closed.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	wait.Poll{Within: 2 * time.Second, Every: 10 * time.Millisecond}.For(t, "new connections refused while draining", func() bool {
 		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(r.url, "http://"), 100*time.Millisecond)
 		if err != nil {
-			break
+			return true
 		}
 		conn.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the server still accepts connections while draining")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 	select {
 	case err := <-r.done:
 		t.Fatalf("Serve returned %v before the in-flight request finished", err)

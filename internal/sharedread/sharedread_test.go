@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/sharedread"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // TestOneReadAnswersForMaxAge walks the clock over a cache: fresh answers
@@ -82,13 +83,7 @@ func TestManyCallersAtOnceCostOneRead(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for reads.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no read started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.Poll{Within: 10 * time.Second, Every: time.Millisecond}.For(t, "a read started", func() bool { return reads.Load() > 0 })
 	close(release)
 	wg.Wait()
 	if reads.Load() != 1 || most.Load() != 1 {

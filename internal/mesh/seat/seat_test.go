@@ -3,6 +3,7 @@ package seat_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // TestASeatBacksUpAndTheGenerationRestores: the agent's ask is answered
@@ -46,17 +48,13 @@ func TestASeatBacksUpAndTheGenerationRestores(t *testing.T) {
 	}()
 	client := seat.Client{Node: "n1", Conn: nc, Within: 30 * time.Second}
 	// The seat may not have subscribed yet: the first ask can find no one.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Poll{Within: 10 * time.Second, Detail: logs}.Until(t, "the seat answering", func() (bool, string) {
 		err := client.BackUp(context.Background(), "notes/db", data)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) || !strings.Contains(err.Error(), "no responders") {
+		if err != nil && !strings.Contains(err.Error(), "no responders") {
 			t.Fatalf("backup: %v\n%s", err, logs)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 	claim := filepath.Join(dir, "notes_2fdb")
 	gens, err := backup.ClaimSource{Dir: claim}.List(context.Background())
 	if err != nil || len(gens) != 1 {
