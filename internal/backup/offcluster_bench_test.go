@@ -11,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"filippo.io/age"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
-
-	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // BenchmarkOffClusterCopyVersusPlainUpload copies one generation of
@@ -26,18 +23,8 @@ import (
 // time and peak RSS are that process's alone.
 func BenchmarkOffClusterCopyVersusPlainUpload(b *testing.B) {
 	size := benchSize(b, "BACKUP_BENCH_OFFCLUSTER_MIB", 6144)
-	m := testenv.NewMinIO(b)
-	admin, err := minio.New(m.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(m.AccessKey, m.SecretKey, "")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := admin.MakeBucket(context.Background(), "backups", minio.MakeBucketOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		b.Fatal(err)
-	}
+	fx := newFixture(b)
+	m, id := fx.minio, fx.identity
 	claim := b.TempDir()
 	g := Generation{Method: "files", Time: time.Date(2026, 10, 26, 2, 45, 0, 0, time.UTC)}
 	path := filepath.Join(claim, g.Name())

@@ -106,7 +106,7 @@ type fixture struct {
 	rec      *recorder
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	m := testenv.NewMinIO(t)
 	admin, err := minio.New(m.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(m.AccessKey, m.SecretKey, "")})
