@@ -1,4 +1,4 @@
-package grants
+package grants_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
 )
 
 // TestApply runs a fleet's credentials from nothing, then takes node n2
@@ -20,10 +22,10 @@ func TestApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	folder := Folder(t.TempDir())
+	folder := grants.Folder(t.TempDir())
 	run := func(nodes []string, revoked []string) []string {
 		t.Helper()
-		want, err := Wanted(nodes)
+		want, err := grants.Wanted(nodes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,12 +33,12 @@ func TestApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		revoked, err = Apply(ctx, b.auth, folder, Plan(have, want), want, keys, revoked, sys.nc, time.Now().Add(time.Second))
+		revoked, err = grants.Apply(ctx, b.auth, folder, grants.Plan(have, want), want, keys, revoked, sys.nc, time.Now().Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if have, _, err = folder.Users(); err != nil || len(Plan(have, want)) != 0 {
-			t.Fatalf("after the run: %v, %v", Plan(have, want), err)
+		if have, _, err = folder.Users(); err != nil || len(grants.Plan(have, want)) != 0 {
+			t.Fatalf("after the run: %v, %v", grants.Plan(have, want), err)
 		}
 		return revoked
 	}
@@ -44,7 +46,7 @@ func TestApply(t *testing.T) {
 	if len(revoked) != 0 {
 		t.Errorf("revoked %v from nothing", revoked)
 	}
-	inbox, _ := InboxPrefix(Agent, "n2")
+	inbox, _ := grants.InboxPrefix(grants.Agent, "n2")
 	n2, err := nats.Connect(b.url, nats.UserCredentials(filepath.Join(string(folder), "agent-n2.creds")), nats.CustomInboxPrefix(inbox), nats.NoReconnect())
 	if err != nil {
 		t.Fatalf("node n2's agent connects on its credentials: %v", err)

@@ -1,4 +1,4 @@
-package grants
+package grants_test
 
 import (
 	"context"
@@ -15,48 +15,25 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants/grantstest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
-	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // operatorBus is the built nats-server in operator mode with a full
 // resolver, as the mesh runs it: the mesh account, the system account, and
 // nothing else trusted.
 type operatorBus struct {
-	url    string
-	auth   Authority
-	dir    string
-	server *testenv.OperatorNATS
+	url  string
+	auth grants.Authority
+	dir  string
 }
 
 func startOperatorBus(t *testing.T) operatorBus {
 	t.Helper()
-	must := func(kp nkeys.KeyPair, err error) nkeys.KeyPair {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return kp
-	}
-	auth := Authority{Operator: must(nkeys.CreateOperator()), Account: must(nkeys.CreateAccount()), System: must(nkeys.CreateAccount())}
-	trust := testenv.NATSTrust{}
-	var err error
-	if trust.OperatorJWT, err = auth.OperatorJWT(); err != nil {
-		t.Fatal(err)
-	}
-	trust.SystemAccount, _ = auth.System.PublicKey()
-	sysJWT, err := auth.SystemJWT()
-	if err != nil {
-		t.Fatal(err)
-	}
-	accJWT, err := auth.AccountJWT(nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	trust.Accounts = []string{sysJWT, accJWT}
-	s := testenv.NewOperatorNATS(t, trust)
-	return operatorBus{url: s.URL, auth: auth, dir: t.TempDir(), server: s}
+	s := grantstest.Start(t)
+	return operatorBus{url: s.URL, auth: s.Auth, dir: t.TempDir()}
 }
 
 // client is one connection on its own user, with the permission errors the
@@ -89,7 +66,7 @@ func (b operatorBus) connect(t *testing.T, name, inbox string, issue func(user s
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := Creds(userJWT, seed)
+	creds, err := grants.Creds(userJWT, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,13 +95,13 @@ func (b operatorBus) connect(t *testing.T, name, inbox string, issue func(user s
 	return c, nil
 }
 
-func (b operatorBus) part(t *testing.T, p Part, node string) *client {
+func (b operatorBus) part(t *testing.T, p grants.Part, node string) *client {
 	t.Helper()
-	perms, err := For(p, node)
+	perms, err := grants.For(p, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inbox, _ := InboxPrefix(p, node)
+	inbox, _ := grants.InboxPrefix(p, node)
 	c, err := b.connect(t, string(p)+node, inbox, func(user string) (string, error) {
 		return b.auth.UserJWT(string(p)+" "+node, user, perms)
 	})
@@ -180,7 +157,7 @@ func TestPermissionsOnOperatorModeServer(t *testing.T) {
 		}
 	}
 
-	agent := b.part(t, Agent, "n1")
+	agent := b.part(t, grants.Agent, "n1")
 	wants, err := agent.js.KeyValue(ctx, bus.WantsBucket)
 	if err != nil {
 		t.Fatalf("the agent binds the wants: %v", err)
@@ -242,7 +219,7 @@ func TestPermissionsOnOperatorModeServer(t *testing.T) {
 		return err
 	})
 
-	assigner := b.part(t, Assigner, "")
+	assigner := b.part(t, grants.Assigner, "")
 	aWants, err := assigner.js.KeyValue(ctx, bus.WantsBucket)
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +267,7 @@ func TestEveryPartOpensTheBus(t *testing.T) {
 	if _, err := view.Sources(ctx, op.js, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []Part{Assigner, Agent, Watchman, View, Source} {
+	for _, p := range []grants.Part{grants.Assigner, grants.Agent, grants.Watchman, grants.View, grants.Source} {
 		c := b.part(t, p, "n1")
 		opened, err := bus.Open(ctx, c.js, bus.Options{})
 		if err != nil {
@@ -298,17 +275,17 @@ func TestEveryPartOpensTheBus(t *testing.T) {
 			continue
 		}
 		switch p {
-		case Agent:
+		case grants.Agent:
 			_, err = opened.Composed(ctx, "n1")
-		case Watchman:
+		case grants.Watchman:
 			_, err = said.Open(ctx, c.js, 1, nil)
-		case View:
+		case grants.View:
 			if _, err = said.Open(ctx, c.js, 1, nil); err == nil {
 				_, err = view.Sources(ctx, c.js, 1)
 			}
-		case Source:
+		case grants.Source:
 			_, err = view.Sources(ctx, c.js, 1)
-		case Assigner, Seat:
+		case grants.Assigner, grants.Seat:
 			// Opening the bus is all the assigner reads first; the seat
 			// opens no bucket at all.
 		}
@@ -322,7 +299,7 @@ func TestRevokedNodeIsRefusedAtOnce(t *testing.T) {
 	b := startOperatorBus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	agent := b.part(t, Agent, "n1")
+	agent := b.part(t, grants.Agent, "n1")
 	closed := make(chan struct{})
 	agent.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
 
@@ -335,7 +312,7 @@ func TestRevokedNodeIsRefusedAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Push(ctx, sys.nc, account); err != nil {
+	if err := grants.Push(ctx, sys.nc, account); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -383,7 +360,7 @@ func TestNodeReadsOnlyItsOwnLargeCompositions(t *testing.T) {
 		}
 	}
 
-	agent := b.part(t, Agent, "n1")
+	agent := b.part(t, grants.Agent, "n1")
 	own, err := bus.Open(ctx, agent.js, bus.Options{})
 	if err != nil {
 		t.Fatalf("the agent opens the bus: %v (%s)", err, agent.violations())
@@ -414,7 +391,7 @@ func TestNodeReadsOnlyItsOwnLargeCompositions(t *testing.T) {
 	})
 
 	// The assigner reads every node's, as rule 7 verifies them.
-	assigner := b.part(t, Assigner, "")
+	assigner := b.part(t, grants.Assigner, "")
 	all, err := bus.Open(ctx, assigner.js, bus.Options{})
 	if err != nil {
 		t.Fatal(err)
