@@ -13,7 +13,9 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
-func main() { os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr, demo.Run)) }
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr, demo.Run))
+}
 
 // service is the demo as its --help tells it. Its variables are read
 // through the test servers' finder: it reads no variable of its own, and
