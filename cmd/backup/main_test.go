@@ -172,7 +172,7 @@ func TestCommandLineMistakesExitTwoWithTheUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "backup: name a command"},
+		{nil, "backup: a command is required: drill, files, postgres, rabbitmq or restore"},
 		{[]string{"mysql"}, `unknown command "mysql" for "backup"`},
 		{[]string{"files", "postgres"}, `unknown command "postgres" for "backup files"`},
 		{[]string{"files", "--retain", "3"}, "backup files: unknown flag: --retain"},

@@ -32,7 +32,7 @@ func TestCommandLine(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "mesh: name a command: agent, assigner, "},
+		{nil, "mesh: a command is required: agent, assigner, "},
 		{[]string{"deploy"}, `unknown command "deploy" for "mesh"`},
 		{[]string{"put", "n1", "web"}, "name the node, the module"},
 		{[]string{"put", "--end", "n1", "web", "f1"}, "name the node, the module"},

@@ -119,7 +119,7 @@ func (c Command) build(env Env, helped map[*cobra.Command][]settings.Variable) *
 		// Alone, it is a mistake: cobra would print the help and exit 0.
 		cmd.Args = nil
 		cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("name a command: %s", commandNames(cmd))
+			return fmt.Errorf("a command is required: %s", commandNames(cmd))
 		}
 	}
 	for _, sub := range c.Subcommands {

@@ -120,7 +120,7 @@ func TestAdoptedCommands(t *testing.T) {
 		{[]string{"agent"}, "nonsense", 2, false, "", "LOG_LEVEL"},
 		{[]string{"agent", "--help"}, "", 0, false, "NODE_NAME", ""},
 		{[]string{"help", "agent"}, "", 0, false, "NODE_NAME", ""},
-		{nil, "", 2, false, "", "mesh: name a command: agent\n\nUsage:"},
+		{nil, "", 2, false, "", "mesh: a command is required: agent\n\nUsage:"},
 		{[]string{"deploy"}, "", 2, false, "", `unknown command "deploy" for "mesh"`},
 	} {
 		ran = false

@@ -64,9 +64,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Run: func(ctx context.Context, env cli.Env) error { return buildImages(ctx, env, terminal) }}, args)
 }
 
-// buildImages builds the images. Progress is logged where stderr is a terminal;
-// each image written is a line on stdout; a failure is one log line naming
-// the cause.
+// buildImages builds the images. Progress goes to stderr where it is a
+// terminal, a line a step for the person waiting; each image written is a
+// line on stdout; a failure is one log line naming the cause.
 func buildImages(ctx context.Context, env cli.Env, terminal bool) error {
 	s := settings.New(env.Getenv)
 	list := s.String("IMAGES", "")
@@ -87,7 +87,7 @@ func buildImages(ctx context.Context, env cli.Env, terminal bool) error {
 	}
 	plan := ociimage.Plan{Targets: targets, Dir: dir, CACerts: ca, Compiler: ociimage.GoBuild{Dir: root, Version: version, Commit: commit}}
 	if terminal {
-		plan.Progress = func(step string) { env.Log.Info(step) }
+		plan.Progress = func(step string) { fmt.Fprintf(env.Stderr, "images: %s\n", step) }
 	}
 	results, err := ociimage.Build(ctx, plan)
 	if err != nil {
