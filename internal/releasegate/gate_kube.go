@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // Cluster is what the gate reads from the cluster, each read at the moment a
@@ -34,16 +35,16 @@ type Cluster interface {
 
 // Kube reads the cluster through client-go, one request per call and no
 // cache: every answer is made of what the API server holds at that moment.
-// The namespace's reads are release.Kube's, shared with the Reporter; Kube
+// The namespace's reads are releasepath.Objects', shared with the Reporter; Kube
 // adds the round's lists and writes and the watch that keeps Flagger's pods
 // (WatchPods).
-type Kube struct{ *release.Kube }
+type Kube struct{ *releasepath.Objects }
 
 var _ Cluster = (*Kube)(nil)
 
 // NewKube connects to the API server cfg names.
 func NewKube(cfg *rest.Config) (*Kube, error) {
-	k, err := release.NewKube(cfg)
+	k, err := releasepath.NewObjects(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // PodWatch holds the pods of one namespace that a selector matches, as the
@@ -140,7 +141,7 @@ func (w *PodWatch) FlaggerPods() ([]release.Pod, error) {
 	out := make([]release.Pod, 0, len(objs))
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok {
-			out = append(out, release.PodOf(p))
+			out = append(out, releasepath.PodOf(p))
 		}
 	}
 	return out, nil

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // ErrConflict is a write refused because the object changed since it was
@@ -376,7 +377,7 @@ func (k *Kube) Canaries(ctx context.Context) ([]CanaryState, error) {
 		}
 		for i := range list.Items {
 			c := &list.Items[i]
-			out = append(out, CanaryState{Namespace: c.Namespace, Canary: release.CanaryOf(c), Transitioned: release.PhaseChangedAt(c)})
+			out = append(out, CanaryState{Namespace: c.Namespace, Canary: releasepath.CanaryOf(c), Transitioned: releasepath.PhaseChangedAt(c)})
 		}
 		return list.Continue, nil
 	}, partOfSelector)
@@ -394,7 +395,7 @@ func (k *Kube) Deployments(ctx context.Context) ([]NamespacedDeployment, error) 
 			return "", err
 		}
 		for i := range list.Items {
-			d, err := release.DeploymentOf(&list.Items[i])
+			d, err := releasepath.DeploymentOf(&list.Items[i])
 			if err != nil {
 				// One Deployment whose selector does not parse is left out;
 				// the member it belongs to then reads as having none.
@@ -418,7 +419,7 @@ func (k *Kube) MigrationJobs(ctx context.Context) ([]MigrationJob, error) {
 		for i := range list.Items {
 			j := &list.Items[i]
 			out = append(out, MigrationJob{
-				Job: release.JobOf(j), Namespace: j.Namespace,
+				Job: releasepath.JobOf(j), Namespace: j.Namespace,
 				Application: j.Labels[release.LabelPartOf], ManagedBy: j.Labels[release.LabelManagedBy],
 				ResourceVersion: j.ResourceVersion, UID: string(j.UID),
 				Suspended: j.Spec.Suspend != nil && *j.Spec.Suspend,

@@ -12,6 +12,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/podcallers"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
+	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
 // ScrapeVariables are the variables that say who may scrape /metrics: the
@@ -52,7 +53,7 @@ func ScrapersFrom(getenv func(string) string, logger *slog.Logger) (*podcallers.
 		}
 		out := make([]release.Pod, 0, len(list.Items))
 		for i := range list.Items {
-			out = append(out, release.PodOf(&list.Items[i]))
+			out = append(out, releasepath.PodOf(&list.Items[i]))
 		}
 		return out, nil
 	}, logger)

@@ -28,7 +28,7 @@ import (
 // barrier test. It writes nothing.
 type Kube struct {
 	client client.Client
-	views  *release.Kube
+	views  *Objects
 }
 
 // NewKube connects to the API server cfg names.
@@ -43,7 +43,7 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	views, err := release.NewKube(cfg)
+	views, err := NewObjects(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -139,8 +139,8 @@ func (k *Kube) Member(ctx context.Context, name types.NamespacedName) (Member, e
 		return Member{}, fmt.Errorf("read Canary %s: %w", name, err)
 	}
 	m.State.HasCanary = true
-	m.State.Canary = release.CanaryOf(&c)
-	m.ChangedAt = release.PhaseChangedAt(&c)
+	m.State.Canary = CanaryOf(&c)
+	m.ChangedAt = PhaseChangedAt(&c)
 	if c.Spec.Analysis != nil {
 		m.Iterations = c.Spec.Analysis.Iterations
 	}

@@ -1,4 +1,4 @@
-package release
+package releasepath
 
 import (
 	"bytes"
@@ -18,22 +18,26 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
-// Kube reads a namespace's objects as the views, through client-go, one
+// Objects reads a namespace's objects as the release model's views (a
+// Deployment, a Canary, a Job, a pod, a ConfigMap), through client-go, one
 // request per call and no cache: every answer is made of what the API server
-// holds at that moment.
-type Kube struct {
+// holds at that moment. The gate reads them here as the path's readers do
+// (Kube.Member), so both hold the same objects to the same barrier test.
+type Objects struct {
 	// Core and Flagger are the clients the reads go through, for a service
 	// that reads or writes more of the cluster beside them.
 	Core    kubernetes.Interface
 	Flagger flaggerclient.Interface
 }
 
-// NewKube connects to the API server cfg names. Built-in kinds travel as
+// NewObjects connects to the API server cfg names. Built-in kinds travel as
 // protobuf, which the API server encodes and client-go decodes several times
 // faster than JSON; Flagger's Canary has no protobuf form and stays JSON.
-func NewKube(cfg *rest.Config) (*Kube, error) {
+func NewObjects(cfg *rest.Config) (*Objects, error) {
 	cfg = rest.CopyConfig(cfg)
 	// The gate's load is Flagger's questions, a few per Canary per analysis
 	// interval; client-go's default of 5 requests/s would queue them behind
@@ -50,7 +54,7 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Kube{Core: kube, Flagger: flagger}, nil
+	return &Objects{Core: kube, Flagger: flagger}, nil
 }
 
 // viewOf is the view of each item of a list.
@@ -64,13 +68,13 @@ func viewOf[T, V any](items []T, of func(*T) V) []V {
 
 func notFound(err error) error {
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", release.ErrNotFound, err)
 	}
 	return err
 }
 
 // Pods lists the pods selector matches.
-func (k *Kube) Pods(ctx context.Context, namespace string, selector labels.Selector) ([]Pod, error) {
+func (k *Objects) Pods(ctx context.Context, namespace string, selector labels.Selector) ([]release.Pod, error) {
 	list, err := k.Core.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, err
@@ -79,8 +83,8 @@ func (k *Kube) Pods(ctx context.Context, namespace string, selector labels.Selec
 }
 
 // PodOf is the view of a pod.
-func PodOf(p *corev1.Pod) Pod {
-	out := Pod{
+func PodOf(p *corev1.Pod) release.Pod {
+	out := release.Pod{
 		Name:           p.Name,
 		Labels:         p.Labels,
 		Running:        p.Status.Phase == corev1.PodRunning,
@@ -108,27 +112,27 @@ func PodOf(p *corev1.Pod) Pod {
 }
 
 // ConfigMap reads one ConfigMap.
-func (k *Kube) ConfigMap(ctx context.Context, namespace, name string) (ConfigMap, error) {
+func (k *Objects) ConfigMap(ctx context.Context, namespace, name string) (release.ConfigMap, error) {
 	cm, err := k.Core.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return ConfigMap{}, notFound(err)
+		return release.ConfigMap{}, notFound(err)
 	}
-	return ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data, BinaryData: cm.BinaryData}, nil
+	return release.ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data, BinaryData: cm.BinaryData}, nil
 }
 
 // ConfigMapsIn lists the ConfigMaps of namespace.
-func (k *Kube) ConfigMapsIn(ctx context.Context, namespace string) ([]ConfigMap, error) {
+func (k *Objects) ConfigMapsIn(ctx context.Context, namespace string) ([]release.ConfigMap, error) {
 	list, err := k.Core.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return viewOf(list.Items, func(cm *corev1.ConfigMap) ConfigMap {
-		return ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data, BinaryData: cm.BinaryData}
+	return viewOf(list.Items, func(cm *corev1.ConfigMap) release.ConfigMap {
+		return release.ConfigMap{Name: cm.Name, Labels: cm.Labels, Data: cm.Data, BinaryData: cm.BinaryData}
 	}), nil
 }
 
 // Jobs lists the Jobs selector matches.
-func (k *Kube) Jobs(ctx context.Context, namespace string, selector labels.Selector) ([]Job, error) {
+func (k *Objects) Jobs(ctx context.Context, namespace string, selector labels.Selector) ([]release.Job, error) {
 	list, err := k.Core.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, err
@@ -137,8 +141,8 @@ func (k *Kube) Jobs(ctx context.Context, namespace string, selector labels.Selec
 }
 
 // JobOf is the view of a Job.
-func JobOf(j *batchv1.Job) Job {
-	out := Job{Name: j.Name, Identity: j.Labels[LabelName]}
+func JobOf(j *batchv1.Job) release.Job {
+	out := release.Job{Name: j.Name, Identity: j.Labels[release.LabelName]}
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
@@ -160,7 +164,7 @@ func JobOf(j *batchv1.Job) Job {
 }
 
 // CanariesIn lists the Canaries of namespace.
-func (k *Kube) CanariesIn(ctx context.Context, namespace string) ([]Canary, error) {
+func (k *Objects) CanariesIn(ctx context.Context, namespace string) ([]release.Canary, error) {
 	list, err := k.Flagger.FlaggerV1beta1().Canaries(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -170,8 +174,8 @@ func (k *Kube) CanariesIn(ctx context.Context, namespace string) ([]Canary, erro
 
 // CanaryOf is the view of a Flagger Canary, which a service that reads the
 // Canary itself holds to the barrier's test (Unchanged) as the gate does.
-func CanaryOf(c *flaggerv1.Canary) Canary {
-	out := Canary{
+func CanaryOf(c *flaggerv1.Canary) release.Canary {
+	out := release.Canary{
 		Name:              c.Name,
 		Phase:             string(c.Status.Phase),
 		Iterations:        c.Status.Iterations,
@@ -207,10 +211,10 @@ func PhaseChangedAt(c *flaggerv1.Canary) time.Time {
 }
 
 // Deployment reads one Deployment.
-func (k *Kube) Deployment(ctx context.Context, namespace, name string) (Deployment, error) {
+func (k *Objects) Deployment(ctx context.Context, namespace, name string) (release.Deployment, error) {
 	d, err := k.Core.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return Deployment{}, notFound(err)
+		return release.Deployment{}, notFound(err)
 	}
 	return DeploymentOf(d)
 }
@@ -218,12 +222,12 @@ func (k *Kube) Deployment(ctx context.Context, namespace, name string) (Deployme
 // DeploymentsIn lists the Deployments of namespace. The API server checks a
 // Deployment's selector when it is written, so one that does not parse is
 // left out: a copy the gate cannot read reads as absent, which withholds.
-func (k *Kube) DeploymentsIn(ctx context.Context, namespace string) ([]Deployment, error) {
+func (k *Objects) DeploymentsIn(ctx context.Context, namespace string) ([]release.Deployment, error) {
 	list, err := k.Core.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Deployment, 0, len(list.Items))
+	out := make([]release.Deployment, 0, len(list.Items))
 	for i := range list.Items {
 		if d, err := DeploymentOf(&list.Items[i]); err == nil {
 			out = append(out, d)
@@ -234,17 +238,17 @@ func (k *Kube) DeploymentsIn(ctx context.Context, namespace string) ([]Deploymen
 
 // DeploymentOf is the view of a Deployment; an error for one whose selector
 // does not parse, which no copy can be found by.
-func DeploymentOf(d *appsv1.Deployment) (Deployment, error) {
+func DeploymentOf(d *appsv1.Deployment) (release.Deployment, error) {
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return Deployment{}, fmt.Errorf("Deployment %s has a selector that does not parse: %w", d.Name, err)
+		return release.Deployment{}, fmt.Errorf("Deployment %s has a selector that does not parse: %w", d.Name, err)
 	}
-	return Deployment{
+	return release.Deployment{
 		Name:              d.Name,
 		Selector:          sel,
 		InitContainers:    containersOf(d.Spec.Template.Spec.InitContainers),
 		Containers:        containersOf(d.Spec.Template.Spec.Containers),
-		TemplateRevision:  d.Spec.Template.Annotations[RevisionAnnotation],
+		TemplateRevision:  d.Spec.Template.Annotations[release.RevisionAnnotation],
 		TemplateWrittenAt: writtenAt(d.ManagedFields, "spec", "template"),
 	}, nil
 }
@@ -279,15 +283,15 @@ func writtenAt(entries []metav1.ManagedFieldsEntry, path ...any) time.Time {
 	return latest
 }
 
-func containersOf(cs []corev1.Container) []Container {
-	out := make([]Container, 0, len(cs))
+func containersOf(cs []corev1.Container) []release.Container {
+	out := make([]release.Container, 0, len(cs))
 	for _, c := range cs {
-		cc := Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args}
+		cc := release.Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args}
 		for _, e := range c.Env {
-			cc.Env = append(cc.Env, EnvVar{Name: e.Name, Value: e.Value, From: envSourceOf(e.ValueFrom)})
+			cc.Env = append(cc.Env, release.EnvVar{Name: e.Name, Value: e.Value, From: envSourceOf(e.ValueFrom)})
 		}
 		for _, f := range c.EnvFrom {
-			s := EnvSource{Prefix: f.Prefix}
+			s := release.EnvSource{Prefix: f.Prefix}
 			switch {
 			case f.ConfigMapRef != nil:
 				s.Kind, s.Name = "configMap", f.ConfigMapRef.Name
@@ -301,19 +305,19 @@ func containersOf(cs []corev1.Container) []Container {
 	return out
 }
 
-func envSourceOf(v *corev1.EnvVarSource) *EnvSource {
+func envSourceOf(v *corev1.EnvVarSource) *release.EnvSource {
 	switch {
 	case v == nil:
 		return nil
 	case v.ConfigMapKeyRef != nil:
-		return &EnvSource{Kind: "configMap", Name: v.ConfigMapKeyRef.Name, Key: v.ConfigMapKeyRef.Key}
+		return &release.EnvSource{Kind: "configMap", Name: v.ConfigMapKeyRef.Name, Key: v.ConfigMapKeyRef.Key}
 	case v.SecretKeyRef != nil:
-		return &EnvSource{Kind: "secret", Name: v.SecretKeyRef.Name, Key: v.SecretKeyRef.Key}
+		return &release.EnvSource{Kind: "secret", Name: v.SecretKeyRef.Name, Key: v.SecretKeyRef.Key}
 	case v.FieldRef != nil:
-		return &EnvSource{Kind: "field", Name: v.FieldRef.FieldPath}
+		return &release.EnvSource{Kind: "field", Name: v.FieldRef.FieldPath}
 	case v.ResourceFieldRef != nil:
-		return &EnvSource{Kind: "resource", Name: v.ResourceFieldRef.Resource, Key: v.ResourceFieldRef.ContainerName}
+		return &release.EnvSource{Kind: "resource", Name: v.ResourceFieldRef.Resource, Key: v.ResourceFieldRef.ContainerName}
 	}
 	// A source kind this gate does not know: it compares equal only to itself.
-	return &EnvSource{Kind: "other", Name: v.String()}
+	return &release.EnvSource{Kind: "other", Name: v.String()}
 }
