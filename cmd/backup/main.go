@@ -58,13 +58,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	for _, m := range backup.Methods() {
 		commands = append(commands, methodCommand(in, m))
 	}
+	// restore and drill log only where they promise JSON lines (--json, or
+	// no terminal), so theirs stays JSON whatever stderr is.
+	jsonIn := in
+	jsonIn.logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: env.Level()}))
 	return env.Execute(ctx, cli.Command{
 		Service: cli.Service{Name: "backup", Variables: variablesOf("backup"), Summary: "backup writes one generation of a volume (files), a PostgreSQL server (postgres) or a RabbitMQ\n" +
 			"broker's definitions (rabbitmq) onto the backup claim, copies it off the cluster when a destination\n" +
 			"is set, prunes, and exits: 0 only when the generation is complete and durable. \"backup restore\" and\n" +
 			"\"backup drill\" read the generations back. Its environment configures it."},
 		Short:       "Write a generation onto the backup claim, copy it off the cluster, and read generations back",
-		Commands:    append(commands, restoreCommand(in), drillCommand(in)),
+		Commands:    append(commands, restoreCommand(jsonIn), drillCommand(jsonIn)),
 		VariablesOf: variablesOf,
 	}, args)
 }

@@ -57,6 +57,16 @@ func ParseLevel(value string) (slog.Level, error) {
 	return 0, fmt.Errorf("%s: %q is not debug, info, warn or error", LogLevel.Name, value)
 }
 
+// Level is the log's level, LOG_LEVEL's once the command line is read, for
+// a log a command keeps of its own: one that promises JSON lines even on a
+// terminal.
+func (env Env) Level() slog.Leveler {
+	if env.level == nil {
+		return slog.LevelInfo
+	}
+	return env.level
+}
+
 // readLevel sets the log's level from LOG_LEVEL: the first variable a
 // command reads, after its command line.
 func (env Env) readLevel() error {
