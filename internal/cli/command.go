@@ -32,7 +32,8 @@ type Command struct {
 	Subcommands []Command
 	// Commands are subcommands written with cobra itself: they run under the
 	// same log level and exit policy, and their help names what VariablesOf
-	// gives for their name.
+	// gives for their name. An error of theirs that is neither an *Error nor
+	// an ExitCoder is taken as a mistake on the command line, as cobra's own.
 	Commands    []*cobra.Command
 	VariablesOf func(command string) []settings.Variable
 	Hidden      bool
