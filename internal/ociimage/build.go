@@ -22,7 +22,7 @@ type Compiler interface {
 }
 
 // GoBuild is the Compiler the images are built with: go build, static
-// (CGO_ENABLED=0, since the images hold no libc), for linux/amd64, with
+// (CGO_ENABLED=0, since the images hold no libc), for Platform or another, with
 // -trimpath so the binary does not depend on where the checkout is, and with
 // the checkout's version and commit stamped as internal/cli reads them back.
 type GoBuild struct {
@@ -34,6 +34,9 @@ type GoBuild struct {
 	// Commit is stamped the same way, for a build with no .git to read; ""
 	// leaves the revision Go records.
 	Commit string
+	// Architecture is GOARCH for a release's other platforms; "" is
+	// Platform's. Go cross-compiles a static binary with no emulator.
+	Architecture string
 }
 
 func (b GoBuild) goCommand() string {
@@ -72,7 +75,11 @@ func (b GoBuild) Build(ctx context.Context, pkg, out string) error {
 	//nolint:gosec // the go command and a package of this module, no shell
 	cmd := exec.CommandContext(ctx, b.goCommand(), "build", "-trimpath", "-buildvcs=auto", "-ldflags="+ldflags, "-o", out, pkg)
 	cmd.Dir = b.Dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+Platform.OS, "GOARCH="+Platform.Architecture)
+	arch := b.Architecture
+	if arch == "" {
+		arch = Platform.Architecture
+	}
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+Platform.OS, "GOARCH="+arch)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

@@ -13,8 +13,12 @@ import (
 // label names.
 const Source = "https://github.com/JorisJonkers-dev/delivery"
 
-// Platform is the one platform the images are built for.
+// Platform is the platform make images builds for, the machine's own.
 var Platform = v1.Platform{OS: "linux", Architecture: "amd64"}
+
+// ReleasePlatforms are the platforms a release publishes each image for,
+// one index each: the two a platform team's nodes run.
+var ReleasePlatforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 
 // Stamp is the version and commit a binary was built from, as Go recorded
 // them in it and as its --version prints them.
@@ -43,6 +47,11 @@ var Env = []string{
 // binary as entrypoint under the nonroot user, and every time at the epoch,
 // so the digest depends on the target, the layer and the stamp alone.
 func Image(t Target, layer v1.Layer, s Stamp) (v1.Image, error) {
+	return ImageFor(Platform, t, layer, s)
+}
+
+// ImageFor is Image for platform p, whose binary layer holds.
+func ImageFor(p v1.Platform, t Target, layer v1.Layer, s Stamp) (v1.Image, error) {
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
@@ -61,7 +70,7 @@ func Image(t Target, layer v1.Layer, s Stamp) (v1.Image, error) {
 		return nil, fmt.Errorf("image %s: %w", t.Name, err)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = Platform.OS, Platform.Architecture
+	cf.OS, cf.Architecture = p.OS, p.Architecture
 	cf.Created = v1.Time{Time: Epoch}
 	cf.Config = v1.Config{
 		Entrypoint: t.Entrypoint(),

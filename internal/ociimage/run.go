@@ -70,9 +70,11 @@ func Build(ctx context.Context, p Plan) ([]Result, error) {
 			if s, ok := p.Compiler.(Stamper); ok {
 				stamped = s.Stamped()
 			}
-			if b, err = layerOf(t.Command, out, ca, stamped); err != nil {
+			layer, stamp, err := LayerOf(t.Command, out, ca, stamped)
+			if err != nil {
 				return nil, err
 			}
+			b = built{layer: layer, stamp: stamp}
 			binaries[t.Command] = b
 		}
 		r, img, err := write(p.Dir, t, b, say)
@@ -95,21 +97,22 @@ type built struct {
 	stamp Stamp
 }
 
-// layerOf reads the binary just built and makes its layer.
-func layerOf(command, path string, ca []byte, stamped cli.Stamp) (built, error) {
+// LayerOf reads the binary of command just built at path and makes its
+// layer, with the version and commit it says.
+func LayerOf(command, path string, ca []byte, stamped cli.Stamp) (v1.Layer, Stamp, error) {
 	stamp, err := StampOf(path, stamped)
 	if err != nil {
-		return built{}, err
+		return nil, Stamp{}, err
 	}
-	program, err := os.ReadFile(path) //nolint:gosec // the binary this build just wrote into its own work folder
+	program, err := os.ReadFile(path) //nolint:gosec // the binary a build just wrote into its own work folder
 	if err != nil {
-		return built{}, fmt.Errorf("read the binary of %s: %w", command, err)
+		return nil, Stamp{}, fmt.Errorf("read the binary of %s: %w", command, err)
 	}
 	layer, err := Root{Binary: command, Program: program, CACerts: ca}.Layer()
 	if err != nil {
-		return built{}, fmt.Errorf("%s: %w", command, err)
+		return nil, Stamp{}, fmt.Errorf("%s: %w", command, err)
 	}
-	return built{layer: layer, stamp: stamp}, nil
+	return layer, stamp, nil
 }
 
 // write makes target's image and writes its archive into dir.
