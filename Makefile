@@ -36,6 +36,11 @@ build:
 images:
 	IMAGES_VERSION=$(VERSION) IMAGES_COMMIT=$(COMMIT) $(GO) run ./tools/images
 
+## release: publish a release (VERSION=v1.2.0 REGISTRY=ghcr.io/org/delivery COSIGN_KEY=cosign.key): every image for amd64 and arm64, signed, with SBOMs, and the manifests as a signed Flux OCI artifact (docs/releasing.md)
+.PHONY: release
+release:
+	VERSION=$(VERSION) RELEASE_COMMIT=$(COMMIT) $(GO) run ./tools/release
+
 ## test-deps: install the packages and build the servers the tests start
 test-deps:
 	scripts/test-deps.sh
