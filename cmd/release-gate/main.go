@@ -30,7 +30,7 @@ func main() {
 var service = cli.Service{
 	Name: "release-gate",
 	Summary: "release-gate answers Flagger's webhooks for every gated Application from the live cluster, failing\n" +
-		"closed, and between questions tends every gated Application every 15 seconds.",
+		"closed, and between questions reconciles every gated Application every 15 seconds.",
 	Variables: releasegate.Variables,
 }
 
@@ -79,8 +79,8 @@ func serve(ctx context.Context, env cli.Env, listen listener) error {
 		_ = ln.Close()
 		return cli.BadSetting(err)
 	}
-	rounds := &periodic.Loop{Interval: releasegate.RoundInterval, Pass: p.tender.Round, Logger: logger, Name: "round"}
-	p.tender.OnWarmupDone(rounds.Prompt)
+	rounds := &periodic.Loop{Interval: releasegate.RoundInterval, Pass: p.reconciler.Round, Logger: logger, Name: "round"}
+	p.reconciler.OnWarmupDone(rounds.Prompt)
 	// On SIGTERM ctx ends at once, so the leader stops acting and releases
 	// the Lease while the server still finishes answering what it was asked.
 	leadCtx, stopLeading := context.WithCancel(ctx)
@@ -88,7 +88,7 @@ func serve(ctx context.Context, env cli.Env, listen listener) error {
 	go func() {
 		led <- p.elector.Run(leadCtx, func(term context.Context) {
 			rounds.Run(term)
-			p.tender.Forget()
+			p.reconciler.Forget()
 		})
 	}()
 	err = server.Serve(ctx, ln, server.Config{Routes: p.routes(gate, rounds), Ready: gate.Ready, Logger: logger})
@@ -160,14 +160,14 @@ func readSettings(getenv func(string) string) (gateSettings, error) {
 
 // parts are the gate's adapters, built before it listens.
 type parts struct {
-	kube    *releasegate.Kube
-	elector *releasegate.Leader
-	tender  *releasegate.Tender
-	metrics http.Handler
+	kube       *releasegate.Kube
+	elector    *releasegate.Leader
+	reconciler *releasegate.Reconciler
+	metrics    http.Handler
 }
 
 // assemble connects to the cluster KUBECONFIG finds and builds the Lease's
-// elector and the rounds' tender; its error says how the run ends.
+// elector and the rounds' reconciler; its error says how the run ends.
 func assemble(s gateSettings, getenv func(string) string, logger *slog.Logger) (parts, error) {
 	cfg, err := kubeclient.Config(getenv)
 	if err != nil {
@@ -181,13 +181,13 @@ func assemble(s gateSettings, getenv func(string) string, logger *slog.Logger) (
 	if err != nil {
 		return parts{}, cli.BadSetting(err)
 	}
-	tender := releasegate.NewTender(kube, s.gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
-	tender.LeadWith(elector.Leading)
-	metrics, err := tender.MetricsHandler(s.scraper)
+	reconciler := releasegate.NewReconciler(kube, s.gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
+	reconciler.LeadWith(elector.Leading)
+	metrics, err := reconciler.MetricsHandler(s.scraper)
 	if err != nil {
 		return parts{}, cli.BadSetting(err)
 	}
-	return parts{kube: kube, elector: elector, tender: tender, metrics: metrics}, nil
+	return parts{kube: kube, elector: elector, reconciler: reconciler, metrics: metrics}, nil
 }
 
 // routes are the gate's webhooks and what it says of its releases and
@@ -196,7 +196,7 @@ func (p parts) routes(gate *releasegate.Gate, rounds *periodic.Loop) func(mux *h
 	return func(mux *http.ServeMux) {
 		gate.Routes(mux)
 		mux.Handle("GET /metrics", p.metrics)
-		mux.Handle("GET /releases", p.tender.ReleasesHandler())
+		mux.Handle("GET /releases", p.reconciler.ReleasesHandler())
 		mux.HandleFunc("GET /fresh", func(w http.ResponseWriter, r *http.Request) {
 			if !p.elector.Leading() {
 				// Another replica runs the rounds; this one's staleness is

@@ -100,7 +100,7 @@ status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}
 		t.Fatalf("/may-start without inputs: %d %s\n%s", resp.StatusCode, reply, logs.String())
 	}
 
-	// Between questions the rounds tend every gated Application under the
+	// Between questions the rounds reconcile every gated Application under the
 	// same grant: the notes Application, which serves, gets its record.
 	record := notes + ".notes-release-record"
 	wait.Poll{Within: 40 * time.Second, Every: 500 * time.Millisecond, Detail: logs}.Until(t, "the record "+record+" within two rounds", func() (bool, string) {

@@ -52,7 +52,7 @@ func whatServes(ctx context.Context, t *teller) error {
 		t.expectPhase(ctx, m, p, "Initialized")
 	}
 	t.primaries(ctx)
-	t.say("Every 15 s the gate tends every gated Application; its round records what serves:")
+	t.say("Every 15 s the gate reconciles every gated Application; its round records what serves:")
 	t.awaitRecord(ctx, "the record says "+tag(servingRevision)+" serves", func(r record) bool { return r.Serving == servingRevision })
 	return nil
 }

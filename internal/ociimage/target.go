@@ -27,7 +27,7 @@ const NoPgDumpall = "backup-postgres holds no pg_dumpall: pg_dumpall runs pg_dum
 	"postgres base of the server's major version (deploy/backup/Dockerfile, --target postgres)"
 
 var targets = []Target{
-	{Name: "release-gate", Command: "release-gate", Description: "The Release Gate: answers Flagger's webhooks and tends every gated Application"},
+	{Name: "release-gate", Command: "release-gate", Description: "The Release Gate: answers Flagger's webhooks and reconciles every gated Application"},
 	{Name: "collector", Command: "collector", Description: "The Collector: commits the facts only the cluster knows to the Estate repository"},
 	{Name: "reporter", Command: "reporter", Description: "The Reporter: reports every release to GitHub as a Deployment status"},
 	{Name: "release-record", Command: "release-record", Description: "The release record: one record per release, and its events sent as CDEvents"},

@@ -51,11 +51,11 @@ func BenchmarkRound(b *testing.B) {
 	baseline := time.Since(start)
 	b.Logf("baseline: %d GETs, one per Application, in %v", len(namespaces), baseline.Round(time.Millisecond))
 
-	tender := releasegate.NewTender(kube, gateNS, nil, slog.New(slog.DiscardHandler), time.Now)
+	reconciler := releasegate.NewReconciler(kube, gateNS, nil, slog.New(slog.DiscardHandler), time.Now)
 	for i, name := range []string{"first round (writes every record)", "steady round"} {
 		counter.Reset()
 		start := time.Now()
-		if err := tender.Round(context.Background()); err != nil {
+		if err := reconciler.Round(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		took := time.Since(start)
@@ -65,7 +65,7 @@ func BenchmarkRound(b *testing.B) {
 			b.Errorf("the round read an Application's object by name: %v", counter.Requests())
 		}
 	}
-	last := tender.Last()
+	last := reconciler.Last()
 	pinned := 0
 	for _, a := range last.Applications {
 		if a.Unanswerable != "" {
@@ -74,7 +74,7 @@ func BenchmarkRound(b *testing.B) {
 		pinned++
 	}
 	if pinned != benchApplications {
-		b.Fatalf("tended %d Applications, want %d", pinned, benchApplications)
+		b.Fatalf("reconciled %d Applications, want %d", pinned, benchApplications)
 	}
 
 	// What each list costs alone, one after another.
@@ -95,19 +95,19 @@ func BenchmarkRound(b *testing.B) {
 		b.Logf("list %s alone: %v", l.name, time.Since(start).Round(time.Millisecond))
 	}
 
-	releasesAt200PerSecond(b, tender, counter)
+	releasesAt200PerSecond(b, reconciler, counter)
 }
 
 // releasesAt200PerSecond asks /releases 200 times a second for 3 s over a
 // loopback listener and reports the answers' latency and what they cost the
 // API server.
-func releasesAt200PerSecond(b *testing.B, tender *releasegate.Tender, counter *testenv.RequestCounter) {
+func releasesAt200PerSecond(b *testing.B, reconciler *releasegate.Reconciler, counter *testenv.RequestCounter) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /releases", tender.ReleasesHandler())
+	mux.Handle("GET /releases", reconciler.ReleasesHandler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()

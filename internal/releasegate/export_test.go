@@ -1,4 +1,4 @@
 package releasegate
 
 // WaitWarmups waits for the warmups the rounds started to end.
-func (t *Tender) WaitWarmups() { t.warmups.wg.Wait() }
+func (t *Reconciler) WaitWarmups() { t.warmups.wg.Wait() }

@@ -19,7 +19,7 @@ import (
 const LeaseName = "release-gate"
 
 // LeaderSettings say how the replicas share the rounds: every replica
-// answers webhooks, only the holder of the Lease tends.
+// answers webhooks, only the holder of the Lease reconciles.
 type LeaderSettings struct {
 	Namespace, Identity string
 	// LeaseDuration is how long a Lease not renewed keeps the others out;

@@ -18,7 +18,7 @@ import (
 type ScraperIdentity = podcallers.ScraperIdentity
 
 var (
-	descTended = prometheus.NewDesc("release_gate_tended_timestamp_seconds",
+	descReconciled = prometheus.NewDesc("release_gate_tended_timestamp_seconds",
 		"When the last round over every gated Application finished; 0 before the first.", nil, nil)
 	heldLabels    = []string{"namespace", "application", "reason", "serving", "pinned"}
 	descHeldSince = prometheus.NewDesc("release_gate_held_since_timestamp_seconds",
@@ -35,21 +35,21 @@ var (
 )
 
 // roundCollector turns the last round's findings into metrics at each scrape.
-type roundCollector struct{ t *Tender }
+type roundCollector struct{ t *Reconciler }
 
 func (c roundCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTended, descHeldSince, descHeldDeadline, descUndoRefused, descUnanswerable, descLeader} {
+	for _, d := range []*prometheus.Desc{descReconciled, descHeldSince, descHeldDeadline, descUndoRefused, descUnanswerable, descLeader} {
 		ch <- d
 	}
 }
 
 func (c roundCollector) Collect(ch chan<- prometheus.Metric) {
 	last := c.t.Last()
-	tended := 0.0
-	if !last.Tended.IsZero() {
-		tended = float64(last.Tended.UnixNano()) / 1e9
+	reconciled := 0.0
+	if !last.Reconciled.IsZero() {
+		reconciled = float64(last.Reconciled.UnixNano()) / 1e9
 	}
-	ch <- prometheus.MustNewConstMetric(descTended, prometheus.GaugeValue, tended)
+	ch <- prometheus.MustNewConstMetric(descReconciled, prometheus.GaugeValue, reconciled)
 	leader := 0.0
 	if c.t.leads() {
 		leader = 1
@@ -75,7 +75,7 @@ func (c roundCollector) Collect(ch chan<- prometheus.Metric) {
 // connection's source address is a Running pod off the host network of the
 // scraper's namespace, selector and ServiceAccount, read on each scrape.
 // With no scraper configured every scrape is refused.
-func (t *Tender) MetricsHandler(scraper ScraperIdentity) (http.Handler, error) {
+func (t *Reconciler) MetricsHandler(scraper ScraperIdentity) (http.Handler, error) {
 	pods := func(ctx context.Context, namespace string, selector labels.Selector) ([]release.Pod, error) {
 		return t.cluster.Pods(ctx, namespace, selector)
 	}

@@ -16,21 +16,21 @@ release_gate_leader 1
 `
 
 func TestMetricsBeforeAndAfterARound(t *testing.T) {
-	tender := NewTender(nil, "delivery-system", nil, nil, nil)
+	reconciler := NewReconciler(nil, "delivery-system", nil, nil, nil)
 	// A gate with no Lease is the only replica: it leads.
-	if err := testutil.CollectAndCompare(roundCollector{tender}, strings.NewReader(`
+	if err := testutil.CollectAndCompare(roundCollector{reconciler}, strings.NewReader(`
 `+leader1+`# HELP release_gate_tended_timestamp_seconds When the last round over every gated Application finished; 0 before the first.
 # TYPE release_gate_tended_timestamp_seconds gauge
 release_gate_tended_timestamp_seconds 0
 `)); err != nil {
 		t.Fatalf("before the first round: %v", err)
 	}
-	tender.last = RoundResult{Tended: t0, Applications: []Tended{
+	reconciler.last = RoundResult{Reconciled: t0, Applications: []Reconciled{
 		{Namespace: "auth-system", Application: "auth", Held: &Held{Reason: HeldStaleProof, Serving: prevRev, Pinned: rev, Since: t0.Add(-time.Hour), Deadline: 30 * time.Minute}},
 		{Namespace: "pay-system", Application: "pay", NotUndone: &NotUndone{Tag: "2f4a6c8e0b2d", Condition: UndoNewCopyRunning}, Unanswerable: "x"},
 		{Namespace: "ok-system", Application: "ok"},
 	}}
-	if err := testutil.CollectAndCompare(roundCollector{tender}, strings.NewReader(`
+	if err := testutil.CollectAndCompare(roundCollector{reconciler}, strings.NewReader(`
 # HELP release_gate_held_deadline_seconds The gate deadline of a held release, from its inputs.
 # TYPE release_gate_held_deadline_seconds gauge
 release_gate_held_deadline_seconds{application="auth",namespace="auth-system",pinned="`+rev+`",reason="stale-proof",serving="`+prevRev+`"} 1800
@@ -51,9 +51,9 @@ release_gate_undo_refused{application="pay",condition="new-copy-running",namespa
 	}
 	// Its term over, a replica says another leads and reports no round's
 	// findings: they are the new leader's.
-	tender.LeadWith(func() bool { return false })
-	tender.Forget()
-	if err := testutil.CollectAndCompare(roundCollector{tender}, strings.NewReader(`
+	reconciler.LeadWith(func() bool { return false })
+	reconciler.Forget()
+	if err := testutil.CollectAndCompare(roundCollector{reconciler}, strings.NewReader(`
 # HELP release_gate_leader 1 while this replica holds the Lease and runs the rounds, 0 while another does.
 # TYPE release_gate_leader gauge
 release_gate_leader 0

@@ -119,7 +119,7 @@ func releasesOf(s *snapshot, namespace string, readAt time.Time) Releases {
 
 // ReleasesHandler answers GET /releases. It writes nothing and checks no
 // caller.
-func (t *Tender) ReleasesHandler() http.HandlerFunc {
+func (t *Reconciler) ReleasesHandler() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := t.releasesRead.Get(r.Context())
 		if err != nil {
@@ -132,7 +132,7 @@ func (t *Tender) ReleasesHandler() http.HandlerFunc {
 	}
 }
 
-func (t *Tender) readReleases(ctx context.Context, now time.Time) ([]byte, error) {
+func (t *Reconciler) readReleases(ctx context.Context, now time.Time) ([]byte, error) {
 	s, err := read(ctx, t.cluster, t.namespace, false)
 	if err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ func TestReleasesAtItsCap(t *testing.T) {
 	var mu sync.Mutex
 	clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	h := releasegate.NewTender(kube, gateNS, nil, nil, now).ReleasesHandler()
+	h := releasegate.NewReconciler(kube, gateNS, nil, nil, now).ReleasesHandler()
 	// A new API server may still answer its first list of a custom resource
 	// with a retry; the read counted is the steady one.
 	if _, err := kube.Canaries(context.Background()); err != nil {
@@ -123,7 +123,7 @@ func TestReleasesReadsOncePer15s(t *testing.T) {
 	clock := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
-	h := releasegate.NewTender(kube, gateNS, nil, nil, now).ReleasesHandler()
+	h := releasegate.NewReconciler(kube, gateNS, nil, nil, now).ReleasesHandler()
 	ask := func() string {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/releases", nil))
@@ -159,7 +159,7 @@ func TestReleasesReadsOncePer15s(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h = releasegate.NewTender(stranger, gateNS, nil, nil, now).ReleasesHandler()
+	h = releasegate.NewReconciler(stranger, gateNS, nil, nil, now).ReleasesHandler()
 	askRefused := func() {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/releases", nil))

@@ -25,7 +25,7 @@ func TestWarmRequestsEveryPathOfASharedHost(t *testing.T) {
 		paths = append(paths, fmt.Sprintf("/p%d", i))
 	}
 	requested := map[string]bool{}
-	tender := &Tender{warmer: warmerFunc(func(_ context.Context, hosts, paths []string) (probe.Warmup, error) {
+	reconciler := &Reconciler{warmer: warmerFunc(func(_ context.Context, hosts, paths []string) (probe.Warmup, error) {
 		if len(paths) > probe.MaxPaths+1 {
 			return probe.Warmup{}, fmt.Errorf("%d paths, more than %d", len(paths), probe.MaxPaths+1)
 		}
@@ -34,7 +34,7 @@ func TestWarmRequestsEveryPathOfASharedHost(t *testing.T) {
 		}
 		return probe.Warmup{Requests: len(paths)}, nil
 	})}
-	got, ok := tender.warm(t.Context(), &Warm{Revision: "r", Targets: []WarmTarget{{Host: "auth.example.com", Paths: paths}}})
+	got, ok := reconciler.warm(t.Context(), &Warm{Revision: "r", Targets: []WarmTarget{{Host: "auth.example.com", Paths: paths}}})
 	if !ok || !got.Warmed || got.Failed != nil || len(requested) != len(paths) {
 		t.Fatalf("warmed %+v (%v), %d of %d paths requested", got, ok, len(requested), len(paths))
 	}

@@ -84,7 +84,7 @@ func failedAt(at time.Time) func(v *ApplicationView) {
 	}
 }
 
-func TestTendRecordsWhatServes(t *testing.T) {
+func TestReconcileRecordsWhatServes(t *testing.T) {
 	cases := []struct {
 		name    string
 		view    ApplicationView
@@ -136,7 +136,7 @@ func TestTendRecordsWhatServes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Tend(c.view)
+			p := Reconcile(c.view)
 			if p.Unanswerable != "" {
 				t.Fatalf("unanswerable: %s", p.Unanswerable)
 			}
@@ -154,13 +154,13 @@ func TestTendRecordsWhatServes(t *testing.T) {
 		})
 	}
 	// The first sight of a revision is when the round saw it.
-	p := Tend(scene(func(v *ApplicationView) { v.Record.Pinned, v.Record.Since = otherRev, &t0 }))
+	p := Reconcile(scene(func(v *ApplicationView) { v.Record.Pinned, v.Record.Since = otherRev, &t0 }))
 	if p.Record.Since == nil || !p.Record.Since.Equal(t0) || !p.Write {
 		t.Fatalf("a new pinned revision: since %v write %v", p.Record.Since, p.Write)
 	}
 }
 
-func TestTendStartsTheMigrationOnlyUnderProof(t *testing.T) {
+func TestReconcileStartsTheMigrationOnlyUnderProof(t *testing.T) {
 	cases := []struct {
 		name  string
 		view  ApplicationView
@@ -197,7 +197,7 @@ func TestTendStartsTheMigrationOnlyUnderProof(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Tend(c.view)
+			p := Reconcile(c.view)
 			if p.Unanswerable != "" {
 				t.Fatalf("unanswerable: %s", p.Unanswerable)
 			}
@@ -222,7 +222,7 @@ func TestTendStartsTheMigrationOnlyUnderProof(t *testing.T) {
 			}
 		})
 	}
-	if p := Tend(scene(func(v *ApplicationView) { v.Inputs.Migration.Identity = "billing-migration" })); !strings.Contains(p.Unanswerable, "not the Application's own") {
+	if p := Reconcile(scene(func(v *ApplicationView) { v.Inputs.Migration.Identity = "billing-migration" })); !strings.Contains(p.Unanswerable, "not the Application's own") {
 		t.Fatalf("a migration under another identity: %+v", p)
 	}
 }
@@ -230,22 +230,22 @@ func TestTendStartsTheMigrationOnlyUnderProof(t *testing.T) {
 // A revision that came to serve before Flagger promoted a change it carries
 // (one Flagger had not seen yet) keeps its record's digests current: they
 // follow the promotion once Flagger settles, and stay while it has not.
-func TestTendKeepsServingDigestsCurrent(t *testing.T) {
+func TestReconcileKeepsServingDigestsCurrent(t *testing.T) {
 	servingEarly := func(v *ApplicationView) {
 		v.Record = &release.Record{Namespace: "auth-system", Application: "auth", Serving: rev,
 			Primaries: map[string]string{"auth-api": "api-1", "auth-ui": "ui-1"}, Warmup: &release.WarmupRecord{Revision: rev, Warmed: true}}
 	}
-	p := Tend(scene(promoted, migrated, servingEarly))
+	p := Reconcile(scene(promoted, migrated, servingEarly))
 	if !p.Write || p.Record.Primaries["auth-api"] != "api-2" || p.Record.Serving != rev {
 		t.Fatalf("after Flagger promoted: write %v, record %+v", p.Write, p.Record)
 	}
-	p = Tend(scene(migrated, servingEarly))
+	p = Reconcile(scene(migrated, servingEarly))
 	if p.Write || p.Record.Primaries["auth-api"] != "api-1" {
 		t.Fatalf("while Flagger analyses: write %v, record %+v", p.Write, p.Record)
 	}
 }
 
-func TestTendHeldReasons(t *testing.T) {
+func TestReconcileHeldReasons(t *testing.T) {
 	cases := []struct {
 		name string
 		view ApplicationView
@@ -268,7 +268,7 @@ func TestTendHeldReasons(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Tend(c.view)
+			p := Reconcile(c.view)
 			if p.Unanswerable != "" {
 				t.Fatalf("unanswerable: %s", p.Unanswerable)
 			}
@@ -290,7 +290,7 @@ func TestTendHeldReasons(t *testing.T) {
 // reason rather than guess it: set when a release is first held, kept (and
 // not written again) while it stays held for the same cause, and cleared once
 // it is not held.
-func TestTendRecordsItsHold(t *testing.T) {
+func TestReconcileRecordsItsHold(t *testing.T) {
 	since := t0.Add(-time.Hour)
 	holding := func(reason, cause string) func(v *ApplicationView) {
 		return func(v *ApplicationView) {
@@ -327,7 +327,7 @@ func TestTendRecordsItsHold(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Tend(c.view)
+			p := Reconcile(c.view)
 			if p.Unanswerable != "" {
 				t.Fatalf("unanswerable: %s", p.Unanswerable)
 			}
@@ -357,17 +357,17 @@ func TestTendRecordsItsHold(t *testing.T) {
 
 // A release Flagger failed before its migration ran starts no migration and
 // undoes none.
-func TestTendStartsNoMigrationForAFailedRelease(t *testing.T) {
-	p := Tend(scene(failedAt(t0.Add(-time.Minute))))
+func TestReconcileStartsNoMigrationForAFailedRelease(t *testing.T) {
+	p := Reconcile(scene(failedAt(t0.Add(-time.Minute))))
 	if p.Start != nil || p.Undo != nil || p.Held == nil || p.Held.Reason != HeldAnalysisFailed {
 		t.Fatalf("plan %+v, want held for the failed analysis with nothing started or undone", p)
 	}
-	if p := Tend(scene()); p.Start == nil {
+	if p := Reconcile(scene()); p.Start == nil {
 		t.Fatalf("the same release not failed started nothing: %+v", p)
 	}
 }
 
-func TestTendUndoesOnlyUnderEveryCondition(t *testing.T) {
+func TestReconcileUndoesOnlyUnderEveryCondition(t *testing.T) {
 	heldAfterMigration := func(edits ...func(v *ApplicationView)) ApplicationView {
 		return scene(append([]func(v *ApplicationView){migrated, failedAt(t0), func(v *ApplicationView) {
 			v.NewCopyPods = map[string]int{"auth-api": 0, "auth-ui": 0}
@@ -415,7 +415,7 @@ func TestTendUndoesOnlyUnderEveryCondition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Tend(c.view)
+			p := Reconcile(c.view)
 			if (p.Undo != nil) != c.undo || p.ReadNewCopies != c.read {
 				t.Fatalf("undo %+v read %v; want %v %v (%+v)", p.Undo, p.ReadNewCopies, c.undo, c.read, p)
 			}
@@ -438,12 +438,12 @@ func TestTendUndoesOnlyUnderEveryCondition(t *testing.T) {
 			}
 		})
 	}
-	if p := Tend(heldAfterMigration(func(v *ApplicationView) { v.Jobs = v.Jobs[:1] })); !strings.Contains(p.Unanswerable, "down Job") || p.Held == nil {
+	if p := Reconcile(heldAfterMigration(func(v *ApplicationView) { v.Jobs = v.Jobs[:1] })); !strings.Contains(p.Unanswerable, "down Job") || p.Held == nil {
 		t.Fatalf("a held release without its down: %+v", p)
 	}
 }
 
-func TestTendUnanswerable(t *testing.T) {
+func TestReconcileUnanswerable(t *testing.T) {
 	cases := []struct {
 		name, cause string
 		view        ApplicationView
@@ -459,7 +459,7 @@ func TestTendUnanswerable(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Tend(c.view)
+			p := Reconcile(c.view)
 			if !strings.Contains(p.Unanswerable, c.cause) || p.Write || p.Start != nil {
 				t.Fatalf("plan %+v, want unanswerable %q and nothing done", p, c.cause)
 			}
@@ -467,13 +467,13 @@ func TestTendUnanswerable(t *testing.T) {
 	}
 	// A member with no Canary carries nothing: nothing moves, and the
 	// Application is reported, so a release held does not go quiet.
-	p := Tend(scene(failedAt(t0), func(v *ApplicationView) { v.Members[1].HasCanary = false }))
+	p := Reconcile(scene(failedAt(t0), func(v *ApplicationView) { v.Members[1].HasCanary = false }))
 	if !strings.Contains(p.Unanswerable, "auth-ui has no Canary") || p.Write || p.Start != nil || p.Held != nil {
 		t.Fatalf("a member without a Canary: %+v", p)
 	}
 	// A migration a superseded release left applied is known from the
 	// record alone: reported even when nothing else can be decided.
-	p = Tend(scene(func(v *ApplicationView) {
+	p = Reconcile(scene(func(v *ApplicationView) {
 		v.Record.Pinned, v.Record.Migrated = otherRev, rev
 		v.Members[1].HasCanary = false
 	}))
@@ -484,8 +484,8 @@ func TestTendUnanswerable(t *testing.T) {
 
 // A first round over an Application whose Canaries name no one release yet
 // writes no record: it would say what having none says.
-func TestTendCreatesNoEmptyRecord(t *testing.T) {
-	p := Tend(scene(func(v *ApplicationView) {
+func TestReconcileCreatesNoEmptyRecord(t *testing.T) {
+	p := Reconcile(scene(func(v *ApplicationView) {
 		v.Record = nil
 		v.Members[1].Canary.Webhooks = hooks("auth", otherRev)
 	}))
@@ -494,7 +494,7 @@ func TestTendCreatesNoEmptyRecord(t *testing.T) {
 	}
 }
 
-func TestTendReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
+func TestReconcileReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
 	unread := func(v *ApplicationView) { v.DeploymentsUnread = true }
 	cases := []struct {
 		name string
@@ -510,7 +510,7 @@ func TestTendReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Tend(c.view)
+			p := Reconcile(c.view)
 			if p.ReadDeployments != c.read {
 				t.Fatalf("read deployments %v, want %v (%+v)", p.ReadDeployments, c.read, p)
 			}
@@ -524,7 +524,7 @@ func TestTendReadsDeploymentsOnlyWhenNeeded(t *testing.T) {
 // A migration that ran is recorded until its release serves or its down
 // completes; while a migration of another release is recorded, no later
 // migration starts under a proof against what serves.
-func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
+func TestReconcileRecordsAMigrationLeftApplied(t *testing.T) {
 	nextTag := release.RevisionTag(otherRev)
 	// superseded: rev's migration ran and was left applied, and the render
 	// now carries otherRev, proven against prevRev like rev was.
@@ -563,7 +563,7 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Tend(c.view)
+			p := Reconcile(c.view)
 			held := ""
 			if p.Held != nil {
 				held = p.Held.Reason
@@ -574,7 +574,7 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 			}
 		})
 	}
-	p := Tend(scene(superseded))
+	p := Reconcile(scene(superseded))
 	if p.Held == nil || !strings.Contains(p.Held.Cause, "migration of "+tag+" was left applied") {
 		t.Fatalf("held %+v, want the cause named", p.Held)
 	}
@@ -588,7 +588,7 @@ func TestTendRecordsAMigrationLeftApplied(t *testing.T) {
 	}
 	for name, view := range map[string]ApplicationView{"superseded": scene(superseded), "reverted": scene(reverted)} {
 		want := NotUndone{Condition: UndoSuperseded, Migrated: tag}
-		if p := Tend(view); p.NotUndone == nil || *p.NotUndone != want || p.Record.Migrated != rev {
+		if p := Reconcile(view); p.NotUndone == nil || *p.NotUndone != want || p.Record.Migrated != rev {
 			t.Errorf("%s: not undone %+v, migrated %q; want %+v", name, p.NotUndone, release.RevisionTag(p.Record.Migrated), want)
 		}
 	}

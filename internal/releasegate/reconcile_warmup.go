@@ -40,7 +40,7 @@ type warmKey struct{ app, revision string }
 
 // warmupOf is the verdict of the warmup of key when it has ended, and
 // otherwise starts it, unless it is running.
-func (t *Tender) warmupOf(ctx context.Context, key warmKey, w *Warm) (release.WarmupRecord, bool) {
+func (t *Reconciler) warmupOf(ctx context.Context, key warmKey, w *Warm) (release.WarmupRecord, bool) {
 	ws := &t.warmups
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -96,7 +96,7 @@ func (ws *warmups) forget(wanted map[warmKey]bool, undecided map[string]bool) {
 // warm requests the paths through each host, host after host, stopping at
 // the first failure. ok is false when ctx ended first: the
 // revision is warmed by a later round then.
-func (t *Tender) warm(ctx context.Context, w *Warm) (release.WarmupRecord, bool) {
+func (t *Reconciler) warm(ctx context.Context, w *Warm) (release.WarmupRecord, bool) {
 	if w.Err != nil {
 		return WarmupVerdict(w.Revision, probe.Warmup{}, w.Err), true
 	}

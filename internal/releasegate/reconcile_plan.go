@@ -296,11 +296,11 @@ func startOf(j MigrationJob) *JobStart {
 	return &JobStart{Namespace: j.Namespace, Name: j.Name, ResourceVersion: j.ResourceVersion, UID: j.UID}
 }
 
-// Tend decides one round for one Application from what the round read. A
+// Reconcile decides one round for one Application from what the round read. A
 // migration left applied by a superseded release is reported from the
 // record alone, even for an Application the round cannot decide for.
-func Tend(v ApplicationView) Plan {
-	p := tend(v)
+func Reconcile(v ApplicationView) Plan {
+	p := reconcile(v)
 	if p.Unanswerable != "" && p.NotUndone == nil {
 		p.NotUndone = supersededOnRecord(v)
 	}
@@ -323,7 +323,7 @@ func supersededOnRecord(v ApplicationView) *NotUndone {
 	return superseded(*v.Record)
 }
 
-func tend(v ApplicationView) Plan {
+func reconcile(v ApplicationView) Plan {
 	if v.InputsErr != nil {
 		return Plan{Unanswerable: v.InputsErr.Error()}
 	}

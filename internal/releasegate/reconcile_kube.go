@@ -52,11 +52,11 @@ type NamespacedDeployment struct {
 	release.Deployment
 }
 
-// TendCluster is what a round reads and writes. Each read lists one kind
+// ReconcileCluster is what a round reads and writes. Each read lists one kind
 // across the cluster, so a round costs a few lists, not a read per
 // Application; the writes are the records and the suspend field of the Jobs
 // the gate starts.
-type TendCluster interface {
+type ReconcileCluster interface {
 	// GatedInputs lists every ConfigMap named <application>-release-gate
 	// labelled as the render labels it, in every namespace.
 	GatedInputs(ctx context.Context) ([]InputsObject, error)
@@ -99,7 +99,7 @@ type snapshot struct {
 
 // read lists what every round needs, the lists side by side; Deployments
 // are listed later, only when needed.
-func read(ctx context.Context, c TendCluster, namespace string, withJobs bool) (*snapshot, error) {
+func read(ctx context.Context, c ReconcileCluster, namespace string, withJobs bool) (*snapshot, error) {
 	inputs := async(func() ([]InputsObject, error) { return c.GatedInputs(ctx) })
 	records := async(func() ([]StoredRecord, error) { return c.Records(ctx, namespace) })
 	canaries := async(func() ([]CanaryState, error) { return c.Canaries(ctx) })
@@ -176,7 +176,7 @@ func perNamespace[T any](namespaces []string, list func(namespace string) (T, er
 }
 
 // readDeployments lists every Deployment into the snapshot.
-func (s *snapshot) readDeployments(ctx context.Context, c TendCluster) error {
+func (s *snapshot) readDeployments(ctx context.Context, c ReconcileCluster) error {
 	ds, err := c.Deployments(ctx)
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func (s *snapshot) readDeployments(ctx context.Context, c TendCluster) error {
 
 // readConfigs lists the ConfigMaps of each namespace, a few side by side,
 // into the snapshot, and returns the lists that failed.
-func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []string) map[string]error {
+func (s *snapshot) readConfigs(ctx context.Context, c ReconcileCluster, namespaces []string) map[string]error {
 	got, failed := perNamespace(namespaces, func(ns string) ([]release.ConfigMap, error) { return c.ConfigMapsIn(ctx, ns) })
 	for ns, cms := range got {
 		s.configs[ns] = release.ConfigsByName(cms)
@@ -205,7 +205,7 @@ func (s *snapshot) readConfigs(ctx context.Context, c TendCluster, namespaces []
 // few side by side, into the snapshot, and returns the lists that failed.
 // No label narrows a list: a pod of a new copy without the part-of label
 // would go uncounted, and an undo must not run while a new copy has a pod.
-func (s *snapshot) readPods(ctx context.Context, c TendCluster, namespaces []string) map[string]error {
+func (s *snapshot) readPods(ctx context.Context, c ReconcileCluster, namespaces []string) map[string]error {
 	var unlisted []string
 	for _, ns := range namespaces {
 		if _, listed := s.pods[ns]; !listed {
@@ -268,7 +268,7 @@ func (s *snapshot) view(namespace string, o InputsObject, now time.Time) Applica
 	return v
 }
 
-func (t *Tender) writeRecord(ctx context.Context, s *snapshot, v ApplicationView, p Plan) error {
+func (t *Reconciler) writeRecord(ctx context.Context, s *snapshot, v ApplicationView, p Plan) error {
 	name := release.RecordConfigMap(v.Namespace, v.Application)
 	data := release.EncodeRecord(p.Record)
 	var err error
@@ -283,7 +283,7 @@ func (t *Tender) writeRecord(ctx context.Context, s *snapshot, v ApplicationView
 	return nil
 }
 
-var _ TendCluster = (*Kube)(nil)
+var _ ReconcileCluster = (*Kube)(nil)
 
 // listPage is how many objects one list request returns; a round pages
 // through more. It is large because the API server's cost is in encoding

@@ -129,12 +129,12 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 	}
 
 	e := newEdge(t)
-	tender, logs := loggedTender(replacingCluster{Kube: kube, t: t, cp: cp, app: raced}, e.warmer())
-	if last := tender.Last(); !last.Tended.IsZero() {
-		t.Fatalf("tended before the first round: %v", last.Tended)
+	reconciler, logs := loggedReconciler(replacingCluster{Kube: kube, t: t, cp: cp, app: raced}, e.warmer())
+	if last := reconciler.Last(); !last.Reconciled.IsZero() {
+		t.Fatalf("reconciled before the first round: %v", last.Reconciled)
 	}
 	counter.Reset()
-	if err := tender.Round(context.Background()); err != nil {
+	if err := reconciler.Round(context.Background()); err != nil {
 		t.Fatalf("round: %v\n%s", err, logs)
 	}
 	for _, r := range counter.Requests() {
@@ -205,8 +205,8 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 
 	// The warmups ran beside the round; the next round writes their
 	// verdicts.
-	tender.WaitWarmups()
-	round(t, tender, logs)
+	reconciler.WaitWarmups()
+	round(t, reconciler, logs)
 	// Serving: recorded with Flagger's digests and warmed up once through
 	// every host of every member.
 	rec, ok := readRecord(t, cp, nsA, "auth")
@@ -233,12 +233,12 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 		t.Errorf("an Application no public host reaches: %+v", wiki.Warmup)
 	}
 
-	checkMetrics(t, cp, tender, nsB, nsD)
-	checkReleases(t, cp, tender, counter, nsA, nsB)
+	checkMetrics(t, cp, reconciler, nsB, nsD)
+	checkReleases(t, cp, reconciler, counter, nsA, nsB)
 
 	// A restart: a new gate, no memory but the records. Nothing is written
 	// again, nothing warmed twice, and the held release keeps its since.
-	restarted, logs2 := loggedTender(kube, e.warmer())
+	restarted, logs2 := loggedReconciler(kube, e.warmer())
 	counter.Reset()
 	if err := restarted.Round(context.Background()); err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func TestRoundsOverSeveralApplications(t *testing.T) {
 	}
 }
 
-func checkMetrics(t *testing.T, cp *testenv.ControlPlane, tender *releasegate.Tender, heldNS, undoNS string) {
+func checkMetrics(t *testing.T, cp *testenv.ControlPlane, reconciler *releasegate.Reconciler, heldNS, undoNS string) {
 	t.Helper()
 	scrapers := cp.Namespace(t)
 	if _, err := cp.Apply(context.Background(), []byte(`apiVersion: v1
@@ -283,7 +283,7 @@ status: {phase: Running, podIP: 10.3.0.9, podIPs: [{ip: 10.3.0.9}]}
 		h.ServeHTTP(w, r)
 		return w.Code, w.Body.String()
 	}
-	h, err := tender.MetricsHandler(releasegate.ScraperIdentity{Namespace: scrapers, Selector: "app.kubernetes.io/name=prometheus", ServiceAccount: "prometheus"})
+	h, err := reconciler.MetricsHandler(releasegate.ScraperIdentity{Namespace: scrapers, Selector: "app.kubernetes.io/name=prometheus", ServiceAccount: "prometheus"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ status: {phase: Running, podIP: 10.3.0.9, podIPs: [{ip: 10.3.0.9}]}
 	if code, _ := scrape(h, "10.3.0.10:41000"); code != http.StatusForbidden {
 		t.Errorf("another address scraped: %d", code)
 	}
-	none, err := tender.MetricsHandler(releasegate.ScraperIdentity{})
+	none, err := reconciler.MetricsHandler(releasegate.ScraperIdentity{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,10 +314,10 @@ status: {phase: Running, podIP: 10.3.0.9, podIPs: [{ip: 10.3.0.9}]}
 	}
 }
 
-func checkReleases(t *testing.T, cp *testenv.ControlPlane, tender *releasegate.Tender, counter *testenv.RequestCounter, nsA, nsB string) {
+func checkReleases(t *testing.T, cp *testenv.ControlPlane, reconciler *releasegate.Reconciler, counter *testenv.RequestCounter, nsA, nsB string) {
 	t.Helper()
 	schema := jsondoc.MustCompile(release.ReleasesSchema, jsondoc.AssertFormats())
-	h := tender.ReleasesHandler()
+	h := reconciler.ReleasesHandler()
 	counter.Reset()
 	var body []byte
 	for range 50 {
@@ -364,7 +364,7 @@ func checkReleases(t *testing.T, cp *testenv.ControlPlane, tender *releasegate.T
 // tick meanwhile: the round goes by when the Promoted condition changed, and
 // neither holds the release nor undoes its migration.
 func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
-	cp, tender, logs := ownTender(t)
+	cp, reconciler, logs := ownReconciler(t)
 	ns := cp.Namespace(t)
 	hourAgo := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
 	a := &app{ns: ns, name: "pay", migration: true, testedAgainst: prevRev,
@@ -374,7 +374,7 @@ func TestAFailureFromBeforeTheRevisionHoldsNothing(t *testing.T) {
 		record: &release.Record{Namespace: ns, Application: "pay", Serving: prevRev, Primaries: digestsOf("pay-api", "p-1"),
 			Pinned: rev, Since: &hourAgo, Migrated: rev}}
 	a.apply(t, cp)
-	round(t, tender, logs)
+	round(t, reconciler, logs)
 	if strings.Contains(logs.String(), `"msg":"release held"`) || strings.Contains(logs.String(), `"msg":"application unanswerable"`) {
 		t.Errorf("held, or undecided, for a failure from before the revision:\n%s", logs)
 	}
@@ -399,10 +399,10 @@ func failedPay(ns string, pods []pod, jobs ...job) *app {
 // failed, is recorded as left applied though its undo cannot be decided (no
 // down Job): the next release must not start a migration on top of it.
 func TestAMigrationThatRanIsRecordedThoughTheRoundCannotDecide(t *testing.T) {
-	cp, tender, logs := ownTender(t)
+	cp, reconciler, logs := ownReconciler(t)
 	ns := cp.Namespace(t)
 	failedPay(ns, nil, job{name: "pay-migration-" + tag, complete: true}).apply(t, cp)
-	round(t, tender, logs)
+	round(t, reconciler, logs)
 	if u := logEntries(t, logs.String(), ns, "application unanswerable"); len(u) != 1 || !strings.Contains(u[0]["cause"].(string), "down Job") {
 		t.Fatalf("unanswerable log lines: %v\n%s", u, logs)
 	}
@@ -414,11 +414,11 @@ func TestAMigrationThatRanIsRecordedThoughTheRoundCannotDecide(t *testing.T) {
 // An undo waits while a new copy has a pod, whatever labels the pod carries
 // beyond its Deployment's selector: a pod without the part-of label counts.
 func TestAnUndoCountsPodsWithoutThePartOfLabel(t *testing.T) {
-	cp, tender, logs := ownTender(t)
+	cp, reconciler, logs := ownReconciler(t)
 	ns := cp.Namespace(t)
 	failedPay(ns, []pod{{ready: true, labels: "app.kubernetes.io/instance: pay-api"}},
 		job{name: "pay-migration-" + tag, complete: true}, job{name: "pay-migration-down-" + tag, suspended: true}).apply(t, cp)
-	round(t, tender, logs)
+	round(t, reconciler, logs)
 	if held := logEntries(t, logs.String(), ns, "release held"); len(held) != 1 || held[0]["reason"] != "analysis-failed" {
 		t.Fatalf("held log lines: %v\n%s", held, logs)
 	}
@@ -430,13 +430,13 @@ func TestAnUndoCountsPodsWithoutThePartOfLabel(t *testing.T) {
 // An undo waits while a new copy has a pod being deleted: until its kubelet
 // confirms, it may still run new code against the schema.
 func TestAnUndoCountsAPodBeingDeleted(t *testing.T) {
-	cp, tender, logs := ownTender(t)
+	cp, reconciler, logs := ownReconciler(t)
 	ns := cp.Namespace(t)
 	a := failedPay(ns, []pod{{ready: true}},
 		job{name: "pay-migration-" + tag, complete: true}, job{name: "pay-migration-down-" + tag, suspended: true})
 	a.members[0].deleting = []int{0}
 	a.apply(t, cp)
-	round(t, tender, logs)
+	round(t, reconciler, logs)
 	if held := logEntries(t, logs.String(), ns, "release held"); len(held) != 1 || held[0]["reason"] != "analysis-failed" {
 		t.Fatalf("held log lines: %v\n%s", held, logs)
 	}
@@ -450,14 +450,14 @@ func TestAnUndoCountsAPodBeingDeleted(t *testing.T) {
 // the ConfigMaps the copies take their environment from, and records the
 // revision as serving only once Flagger's copy holds what the member's does.
 func TestARoundComparesTheConfigMapsOfTheCopies(t *testing.T) {
-	cp, tender, logs := ownTender(t)
+	cp, reconciler, logs := ownReconciler(t)
 	ns := cp.Namespace(t)
 	a := &app{ns: ns, name: "auth",
 		members: []member{{process: "auth-api", phase: "Succeeded", applied: "api-1", promoted: "api-1", image: "api:1", primaryImage: "api:1",
 			envConfig: "full", primaryEnvConfig: "lite"}},
 		record: &release.Record{Namespace: ns, Application: "auth", Serving: prevRev, Primaries: digestsOf("auth-api", "api-1")}}
 	a.apply(t, cp)
-	round(t, tender, logs)
+	round(t, reconciler, logs)
 	if rec, _ := readRecord(t, cp, ns, "auth"); rec.Serving != prevRev || rec.Pinned != rev {
 		t.Fatalf("serving %q pinned %q before Flagger promoted the ConfigMap\n%s", rec.Serving, rec.Pinned, logs)
 	}
@@ -469,37 +469,37 @@ func TestARoundComparesTheConfigMapsOfTheCopies(t *testing.T) {
 	if _, err := cp.Kube.CoreV1().ConfigMaps(ns).Update(t.Context(), primaryEnv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	round(t, tender, logs)
+	round(t, reconciler, logs)
 	if rec, _ := readRecord(t, cp, ns, "auth"); rec.Serving != rev || rec.Pinned != "" {
 		t.Fatalf("serving %q pinned %q once Flagger's copy holds the member's\n%s", rec.Serving, rec.Pinned, logs)
 	}
 }
 
-// ownTender is a control plane of the test's own, so its rounds meet no other
-// test's Applications, and a Tender on it under the gate's grant whose
+// ownReconciler is a control plane of the test's own, so its rounds meet no other
+// test's Applications, and a Reconciler on it under the gate's grant whose
 // warmups request nothing.
-func ownTender(t *testing.T) (*testenv.ControlPlane, *releasegate.Tender, *testenv.LogBuffer) {
+func ownReconciler(t *testing.T) (*testenv.ControlPlane, *releasegate.Reconciler, *testenv.LogBuffer) {
 	t.Helper()
 	cp := testenv.Own(t)
 	kube, err := releasegate.NewKube(grant(t, cp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tender, logs := loggedTender(kube, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil }))
-	return cp, tender, logs
+	reconciler, logs := loggedReconciler(kube, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil }))
+	return cp, reconciler, logs
 }
 
-// loggedTender is a Tender on cluster, warming through warmer, whose JSON
+// loggedReconciler is a Reconciler on cluster, warming through warmer, whose JSON
 // log lines the returned buffer holds.
-func loggedTender(cluster releasegate.TendCluster, warmer releasegate.Warmer) (*releasegate.Tender, *testenv.LogBuffer) {
+func loggedReconciler(cluster releasegate.ReconcileCluster, warmer releasegate.Warmer) (*releasegate.Reconciler, *testenv.LogBuffer) {
 	logs := &testenv.LogBuffer{}
-	return releasegate.NewTender(cluster, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now), logs
+	return releasegate.NewReconciler(cluster, gateNS, warmer, slog.New(slog.NewJSONHandler(logs, nil)), time.Now), logs
 }
 
 // round runs one round, failing the test when it fails.
-func round(t *testing.T, tender *releasegate.Tender, logs *testenv.LogBuffer) {
+func round(t *testing.T, reconciler *releasegate.Reconciler, logs *testenv.LogBuffer) {
 	t.Helper()
-	if err := tender.Round(context.Background()); err != nil {
+	if err := reconciler.Round(context.Background()); err != nil {
 		t.Fatalf("round: %v\n%s", err, logs)
 	}
 }
@@ -538,8 +538,8 @@ func TestAFailedDeploymentsListFailsOnlyWhoNeedsIt(t *testing.T) {
 	settling.apply(t, cp)
 	proven.apply(t, cp)
 	held.apply(t, cp)
-	tender, logs := loggedTender(failingDeployments{kube}, nil)
-	round(t, tender, logs)
+	reconciler, logs := loggedReconciler(failingDeployments{kube}, nil)
+	round(t, reconciler, logs)
 	u := logEntries(t, logs.String(), ns, "application unanswerable")
 	if len(u) != 2 || !strings.Contains(u[0]["cause"].(string), "list the Deployments") {
 		t.Errorf("unanswerable lines: %v", u)
@@ -551,7 +551,7 @@ func TestAFailedDeploymentsListFailsOnlyWhoNeedsIt(t *testing.T) {
 		t.Error("a down was started without the Deployments read")
 	}
 	if suspended(t, cp, ns, "shop-migration-"+tag) {
-		t.Errorf("the Application that needed no Deployments was not tended\n%s", logs)
+		t.Errorf("the Application that needed no Deployments was not reconciled\n%s", logs)
 	}
 }
 
@@ -573,8 +573,8 @@ func TestAFailedPodsListLeavesTheUndoUndecided(t *testing.T) {
 	}
 	ns := cp.Namespace(t)
 	failedPay(ns, nil, job{name: "pay-migration-" + tag, complete: true}, job{name: "pay-migration-down-" + tag, suspended: true}).apply(t, cp)
-	tender, logs := loggedTender(failingPods{kube}, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil }))
-	round(t, tender, logs)
+	reconciler, logs := loggedReconciler(failingPods{kube}, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil }))
+	round(t, reconciler, logs)
 	if u := logEntries(t, logs.String(), ns, "application unanswerable"); len(u) != 1 || !strings.Contains(u[0]["cause"].(string), "list the pods of "+ns+"/pay") {
 		t.Fatalf("unanswerable log lines: %v\n%s", u, logs)
 	}

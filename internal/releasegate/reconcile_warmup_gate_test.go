@@ -48,11 +48,11 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 		return probe.Warmup{Requests: 1}, nil
 	})
 	cluster := &failingRecordWrite{Kube: kube}
-	tender, logs := loggedTender(cluster, warmer)
+	reconciler, logs := loggedReconciler(cluster, warmer)
 	var prompted atomic.Int32
-	tender.OnWarmupDone(func() { prompted.Add(1) })
+	reconciler.OnWarmupDone(func() { prompted.Add(1) })
 	finished := make(chan error, 1)
-	go func() { finished <- tender.Round(context.Background()) }()
+	go func() { finished <- reconciler.Round(context.Background()) }()
 	select {
 	case err := <-finished:
 		if err != nil {
@@ -65,9 +65,9 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 	if suspended(t, cp, nsC, "shop-migration-"+tag) {
 		t.Fatalf("the round waited on a warmup before starting a migration\n%s", logs)
 	}
-	round(t, tender, logs)
+	round(t, reconciler, logs)
 	close(release)
-	tender.WaitWarmups()
+	reconciler.WaitWarmups()
 	if n := warmups.Load(); n != 1 || prompted.Load() != 1 {
 		t.Fatalf("%d warmups, %d prompts: one of each wanted", n, prompted.Load())
 	}
@@ -77,12 +77,12 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 	// The write that would carry the verdict fails: the verdict waits for
 	// the next round, and the revision is not warmed again.
 	cluster.failNext.Store(true)
-	round(t, tender, logs)
+	round(t, reconciler, logs)
 	if w := logEntries(t, logs.String(), nsA, "warmup"); len(w) != 0 {
 		t.Errorf("a verdict whose write failed was logged as recorded: %v", w)
 	}
-	round(t, tender, logs)
-	tender.WaitWarmups()
+	round(t, reconciler, logs)
+	reconciler.WaitWarmups()
 	if rec, _ := readRecord(t, cp, nsA, "docs"); rec.Warmup == nil || rec.Warmup.Revision != rev || !rec.Warmup.Warmed {
 		t.Fatalf("the next round did not write the verdict: %+v\n%s", rec.Warmup, logs)
 	}
@@ -120,7 +120,7 @@ func TestAWarmupVerdictWaitsForThePinToComeBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tender, logs := loggedTender(kube, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
+	reconciler, logs := loggedReconciler(kube, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
 		warmups.Add(1)
 		<-release
 		return probe.Warmup{Requests: 1}, nil
@@ -130,20 +130,20 @@ func TestAWarmupVerdictWaitsForThePinToComeBack(t *testing.T) {
 		members: []member{{process: "docs", phase: "Succeeded", applied: "d-1", promoted: "d-1", image: "docs:1", primaryImage: "docs:1",
 			hosts: `["docs.example.com"]`, paths: `["/"]`}}}
 	docs.apply(t, cp)
-	round(t, tender, logs) // rev serves; its warmup starts
+	round(t, reconciler, logs) // rev serves; its warmup starts
 
 	m := docs.member("docs")
 	m.canaryRev, m.phase, m.applied, m.image = prevRev, "Progressing", "d-2", "docs:2"
 	docs.apply(t, cp)
-	round(t, tender, logs) // another release pinned, in analysis
+	round(t, reconciler, logs) // another release pinned, in analysis
 	close(release)
-	tender.WaitWarmups()
-	round(t, tender, logs) // the verdict ended while it was pinned
+	reconciler.WaitWarmups()
+	round(t, reconciler, logs) // the verdict ended while it was pinned
 
 	m.canaryRev, m.phase, m.applied, m.image = "", "Succeeded", "d-1", "docs:1"
 	docs.apply(t, cp)
-	round(t, tender, logs)
-	tender.WaitWarmups()
+	round(t, reconciler, logs)
+	reconciler.WaitWarmups()
 	if rec, _ := readRecord(t, cp, ns, "docs"); rec.Serving != rev || rec.Warmup == nil || rec.Warmup.Revision != rev || !rec.Warmup.Warmed {
 		t.Fatalf("record %+v %+v\n%s", rec, rec.Warmup, logs)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/sharedread"
 )
 
-// RoundInterval is how often the gate tends every gated Application: Flagger
+// RoundInterval is how often the gate reconciles every gated Application: Flagger
 // asks nothing once a release failed, and nothing at all after promotion.
 const RoundInterval = 15 * time.Second
 
@@ -28,10 +28,10 @@ func CheckGateNamespace(namespace string) error {
 	return nil
 }
 
-// Tender runs the rounds over every gated Application and keeps what the
+// Reconciler runs the rounds over every gated Application and keeps what the
 // last one found for /metrics.
-type Tender struct {
-	cluster   TendCluster
+type Reconciler struct {
+	cluster   ReconcileCluster
 	namespace string
 	warmer    Warmer
 	logger    *slog.Logger
@@ -43,21 +43,21 @@ type Tender struct {
 	// callers asking often cost the API server one read per ReleasesMaxAge.
 	releasesRead *sharedread.Cache[[]byte]
 	// leading, when set, says whether this replica holds the Lease; a gate
-	// without one is the only replica and always tends.
+	// without one is the only replica and always reconciles.
 	leading func() bool
 
 	warmups warmups
 }
 
-// NewTender builds the rounds: records in namespace, warmups through warmer.
-func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slog.Logger, now func() time.Time) *Tender {
+// NewReconciler builds the rounds: records in namespace, warmups through warmer.
+func NewReconciler(cluster ReconcileCluster, namespace string, warmer Warmer, logger *slog.Logger, now func() time.Time) *Reconciler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if now == nil {
 		now = time.Now
 	}
-	t := &Tender{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now,
+	t := &Reconciler{cluster: cluster, namespace: namespace, warmer: warmer, logger: logger, now: now,
 		warmups: warmups{running: map[warmKey]bool{}, done: map[warmKey]release.WarmupRecord{}, slots: make(chan struct{}, warmupsAtOnce)}}
 	t.releasesRead = sharedread.New(t.readReleases, ReleasesMaxAge, releasesReadTimeout, now)
 	return t
@@ -66,24 +66,24 @@ func NewTender(cluster TendCluster, namespace string, warmer Warmer, logger *slo
 // OnWarmupDone has prompt called as each warmup ends, so the round that
 // writes its verdict comes at once rather than on the next tick. It is set
 // before the rounds run.
-func (t *Tender) OnWarmupDone(prompt func()) { t.warmups.finished = prompt }
+func (t *Reconciler) OnWarmupDone(prompt func()) { t.warmups.finished = prompt }
 
 // LeadWith has /metrics say, through leading, whether this replica runs the
 // rounds; it is set before the rounds run.
-func (t *Tender) LeadWith(leading func() bool) { t.leading = leading }
+func (t *Reconciler) LeadWith(leading func() bool) { t.leading = leading }
 
-func (t *Tender) leads() bool { return t.leading == nil || t.leading() }
+func (t *Reconciler) leads() bool { return t.leading == nil || t.leading() }
 
 // Forget drops what the last round found, as a replica's term ends: the
 // holds it reported are the new leader's to report.
-func (t *Tender) Forget() {
+func (t *Reconciler) Forget() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.last = RoundResult{}
 }
 
-// Tended is what one round did and found for one Application.
-type Tended struct {
+// Reconciled is what one round did and found for one Application.
+type Reconciled struct {
 	Namespace, Application string
 	Held                   *Held
 	NotUndone              *NotUndone
@@ -91,27 +91,27 @@ type Tended struct {
 	Started, Undone        string
 }
 
-// RoundResult is what a round found; Tended is zero before the first round
+// RoundResult is what a round found; Reconciled is zero before the first round
 // that finished.
 type RoundResult struct {
-	Tended       time.Time
-	Applications []Tended
+	Reconciled   time.Time
+	Applications []Reconciled
 }
 
 // Last is what the last finished round found.
-func (t *Tender) Last() RoundResult {
+func (t *Reconciler) Last() RoundResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last
 }
 
-// Round tends every gated Application once, in two steps: it decides every
+// Round reconciles every gated Application once, in two steps: it decides every
 // Application, reading what the plans ask for (plan), and then acts on each
 // plan, which only writes, starts Jobs and logs (act). An Application the
 // round cannot finish is reported unanswerable and the round goes on; only a
 // list every Application needs (inputs, records, Canaries, Jobs) fails the
 // round.
-func (t *Tender) Round(ctx context.Context) error {
+func (t *Reconciler) Round(ctx context.Context) error {
 	s, err := read(ctx, t.cluster, t.namespace, true)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func (t *Tender) Round(ctx context.Context) error {
 	apps := t.plan(ctx, s, t.now())
 	// A warmup runs beside the rounds; the plan of a revision whose warmup
 	// has ended takes its verdict onto the record.
-	out := make([]Tended, len(apps))
+	out := make([]Reconciled, len(apps))
 	wanted := map[warmKey]bool{}
 	undecided := map[string]bool{}
 	for i := range apps {
@@ -154,7 +154,7 @@ func (t *Tender) Round(ctx context.Context) error {
 	}
 	t.warmups.forget(wanted, undecided)
 	t.mu.Lock()
-	t.last = RoundResult{Tended: t.now(), Applications: out}
+	t.last = RoundResult{Reconciled: t.now(), Applications: out}
 	t.mu.Unlock()
 	return nil
 }
@@ -172,12 +172,12 @@ type planned struct {
 // asked (one whose revision may have come to serve, or whose undo compares
 // the copies), then the pods of the namespaces where an undo counts new
 // copies. Nothing is written or started until every plan is decided.
-func (t *Tender) plan(ctx context.Context, s *snapshot, now time.Time) []planned {
+func (t *Reconciler) plan(ctx context.Context, s *snapshot, now time.Time) []planned {
 	apps := make([]planned, len(s.inputs))
 	for i, o := range s.inputs {
 		v := s.view(t.namespace, o, now)
 		v.DeploymentsUnread = true
-		apps[i] = planned{view: v, plan: Tend(v)}
+		apps[i] = planned{view: v, plan: Reconcile(v)}
 	}
 	for {
 		var copies, newCopies []int
@@ -214,7 +214,7 @@ func (a planned) wants() (copies, newCopies bool) {
 // decideWithCopies lists the Deployments (and, for a revision that may have
 // come to serve, its namespace's ConfigMaps) and decides again for the
 // Applications at idx, whose plans asked for them.
-func (t *Tender) decideWithCopies(ctx context.Context, s *snapshot, apps []planned, idx []int, now time.Time) {
+func (t *Reconciler) decideWithCopies(ctx context.Context, s *snapshot, apps []planned, idx []int, now time.Time) {
 	if err := s.readDeployments(ctx, t.cluster); err != nil {
 		// Only the Applications that needed them go unanswered, and what
 		// was decided without them (a hold, a migration left applied) is
@@ -248,7 +248,7 @@ func (t *Tender) decideWithCopies(ctx context.Context, s *snapshot, apps []plann
 			continue
 		}
 		v := s.view(t.namespace, o, now)
-		apps[i] = planned{view: v, plan: Tend(v)}
+		apps[i] = planned{view: v, plan: Reconcile(v)}
 	}
 }
 
@@ -256,7 +256,7 @@ func (t *Tender) decideWithCopies(ctx context.Context, s *snapshot, apps []plann
 // for new copies, once, and decides again for the Applications at idx with
 // their members' new copies counted. An Application whose copies cannot be
 // counted keeps its plan, unanswerable: what it learnt is still recorded.
-func (t *Tender) decideWithNewCopies(ctx context.Context, s *snapshot, apps []planned, idx []int) {
+func (t *Reconciler) decideWithNewCopies(ctx context.Context, s *snapshot, apps []planned, idx []int) {
 	var namespaces []string
 	for _, i := range idx {
 		if ns := apps[i].view.Namespace; !slices.Contains(namespaces, ns) {
@@ -276,15 +276,15 @@ func (t *Tender) decideWithNewCopies(ctx context.Context, s *snapshot, apps []pl
 			apps[i].plan.Unanswerable = err.Error()
 			continue
 		}
-		apps[i] = planned{view: v, plan: Tend(v)}
+		apps[i] = planned{view: v, plan: Reconcile(v)}
 	}
 }
 
 // act carries a decided plan out and reads nothing: the record first, so
 // what the gate starts is on record before it starts, then the Job, then the
 // log lines.
-func (t *Tender) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan) Tended {
-	o := Tended{Namespace: v.Namespace, Application: v.Application}
+func (t *Reconciler) act(ctx context.Context, s *snapshot, v ApplicationView, p Plan) Reconciled {
+	o := Reconciled{Namespace: v.Namespace, Application: v.Application}
 	log := t.logger.With(slog.String("namespace", v.Namespace), slog.String("application", v.Application))
 	// A round that could not decide still records what it learnt (a
 	// migration that ran, a release first seen): a later release would
