@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/ociimage"
@@ -24,8 +26,7 @@ func (p Plan) publishImage(ctx context.Context, work string, t ociimage.Target) 
 	out := Image{Name: t.Name}
 	var binary string
 	for _, platform := range p.Platforms {
-		p.say(fmt.Sprintf("building %s for %s/%s", t.Name, platform.OS, platform.Architecture))
-		img, path, err := p.buildFor(ctx, work, t, platform)
+		img, path, err := p.buildFor(work, t, platform)
 		if err != nil {
 			return Image{}, err
 		}
@@ -76,23 +77,47 @@ func (p Plan) publishImage(ctx context.Context, work string, t ociimage.Target) 
 	return out, nil
 }
 
-// buildFor builds t's binary for platform and makes its image, as make
-// images does for the machine's own: the same layer, labels and epoch.
-func (p Plan) buildFor(ctx context.Context, work string, t ociimage.Target, platform v1.Platform) (v1.Image, string, error) {
-	var compiler ociimage.Compiler = ociimage.GoBuild{Dir: p.Root, Version: p.Version, Commit: p.Commit, Architecture: platform.Architecture}
-	if p.Compiler != nil {
-		compiler = p.Compiler(platform.Architecture)
-	}
-	path := filepath.Join(work, platform.Architecture, t.Command)
-	// backup's three images share one binary: build it once a platform.
-	if _, err := os.Stat(path); err != nil {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, "", err
+// buildAll builds every command the targets need for every platform into
+// work/<arch>/<command>, as many at once as the machine has cores: go
+// build's compile is parallel within itself, its link is not, and a
+// release links a binary per command and platform.
+func (p Plan) buildAll(ctx context.Context, work string) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.NumCPU())
+	seen := map[string]bool{}
+	for _, t := range p.Targets {
+		for _, platform := range p.Platforms {
+			path := binaryPath(work, t, platform)
+			if seen[path] {
+				continue // backup's three images share one binary
+			}
+			seen[path] = true
+			var compiler ociimage.Compiler = ociimage.GoBuild{Dir: p.Root, Version: p.Version, Commit: p.Commit, Architecture: platform.Architecture}
+			if p.Compiler != nil {
+				compiler = p.Compiler(platform.Architecture)
+			}
+			pkg := t.Package()
+			p.say(fmt.Sprintf("building %s for %s/%s", t.Command, platform.OS, platform.Architecture))
+			g.Go(func() error {
+				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+					return err
+				}
+				return compiler.Build(ctx, pkg, path)
+			})
 		}
-		if err := compiler.Build(ctx, t.Package(), path); err != nil {
-			return nil, "", err
-		}
 	}
+	return g.Wait()
+}
+
+func binaryPath(work string, t ociimage.Target, platform v1.Platform) string {
+	return filepath.Join(work, platform.OS+"-"+platform.Architecture, t.Command)
+}
+
+// buildFor makes t's image for platform from the binary buildAll built,
+// as make images does for the machine's own: the same layer, labels and
+// epoch.
+func (p Plan) buildFor(work string, t ociimage.Target, platform v1.Platform) (v1.Image, string, error) {
+	path := binaryPath(work, t, platform)
 	layer, stamp, err := ociimage.LayerOf(t.Command, path, p.CACerts, cli.Stamp{Version: p.Version, Commit: p.Commit})
 	if err != nil {
 		return nil, "", err

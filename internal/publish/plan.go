@@ -146,6 +146,9 @@ func Publish(ctx context.Context, p Plan) (Published, error) {
 	}
 	defer os.RemoveAll(work)
 	out := Published{Version: p.Version}
+	if err := p.buildAll(ctx, work); err != nil {
+		return Published{}, err
+	}
 	for _, t := range p.Targets {
 		img, err := p.publishImage(ctx, work, t)
 		if err != nil {
@@ -161,6 +164,21 @@ func Publish(ctx context.Context, p Plan) (Published, error) {
 		return Published{}, err
 	}
 	return out, nil
+}
+
+// Steps is how many steps Publish tells Progress of: a build per command
+// and platform, a push and a signature per image, then the artifact's
+// layout, push and signature and the digests.
+func Steps(p Plan) int {
+	commands := map[string]bool{}
+	for _, t := range p.Targets {
+		commands[t.Command] = true
+	}
+	signing := 0
+	if p.Signer != nil {
+		signing = 1
+	}
+	return len(commands)*len(p.Platforms) + len(p.Targets)*(1+signing) + 3 + signing
 }
 
 // repository is name's repository under the plan's registry.

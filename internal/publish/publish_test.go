@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -138,16 +139,17 @@ func publishTo(k keys) (publish.Published, error) {
 		return publish.Published{}, err
 	}
 	var steps []string
-	out, err := publish.Publish(context.Background(), publish.Plan{
+	plan := publish.Plan{
 		Version: "v1.2.3", Commit: strings.Repeat("a", 40), Registry: host + "/delivery", Insecure: true,
 		Root: root, Dir: dir, Targets: ociimage.Targets(), Platforms: ociimage.ReleasePlatforms,
 		CACerts: []byte("a CA bundle\n"), Signer: signer,
 		Now:      func() time.Time { return time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC) },
 		Compiler: func(arch string) ociimage.Compiler { return helloCompiler{arch: arch} },
 		Progress: func(step string) { steps = append(steps, step) },
-	})
-	if err == nil && len(steps) == 0 {
-		err = errors.New("the release told no step")
+	}
+	out, err := publish.Publish(context.Background(), plan)
+	if err == nil && len(steps) != publish.Steps(plan) {
+		err = fmt.Errorf("the release told %d steps, Steps says %d: %q", len(steps), publish.Steps(plan), steps)
 	}
 	return out, err
 }

@@ -107,7 +107,7 @@ func release(ctx context.Context, env cli.Env) error {
 	if plan.Root, err = ociimage.ModuleRoot(ctx, "", "."); err != nil {
 		return cli.Failed("release failed", err)
 	}
-	plan.Progress = progress(env, len(plan.Targets)*(len(plan.Platforms)+2)+3)
+	plan.Progress = progress(env, publish.Steps(plan))
 	out, err := publish.Publish(ctx, plan)
 	if err != nil {
 		return cli.Failed("release failed", err, slog.String("version", plan.Version))
