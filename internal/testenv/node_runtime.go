@@ -61,12 +61,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = %q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
 `, filepath.Join(n.dir, "containerd/root"), filepath.Join(n.dir, "containerd/state"),
 		n.containerdSock, filepath.Join(n.dir, "containerd-ttrpc.sock"), PauseImage,
-		filepath.Join(n.dir, "runc"), filepath.Join(n.dir, "cni/conf"))
+		filepath.Join(n.dir, "runc"), n.registryHosts(), filepath.Join(n.dir, "cni/conf"))
 	configFile := filepath.Join(n.dir, "containerd.toml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		return err
@@ -260,43 +262,3 @@ func BuildMemberImage(ctx context.Context, dir string) (string, error) {
 	}
 	return BinaryImage(bin, "member", MemberImage, filepath.Join(dir, "member.tar"))
 }
-
-// ProductTag is the tag the product's images carry on the node: a tag
-// other than latest, so the kubelet runs what is there and pulls nothing.
-const ProductTag = "node-test"
-
-// ImportProductImages builds the product's images named (ociimage's
-// targets) into dir with tools/images' own build, imports them, and tags
-// each localhost/delivery/<name>:ProductTag.
-func (n *Node) ImportProductImages(ctx context.Context, dir string, names ...string) error {
-	targets, err := ociimage.Select(strings.Join(names, ","))
-	if err != nil {
-		return err
-	}
-	root, err := ociimage.ModuleRoot(ctx, "", ".")
-	if err != nil {
-		return err
-	}
-	n.say("building the images of " + strings.Join(names, ", "))
-	results, err := ociimage.Build(ctx, ociimage.Plan{Targets: targets, Dir: dir,
-		CACerts: "/etc/ssl/certs/ca-certificates.crt", Compiler: ociimage.GoBuild{Dir: root}})
-	if err != nil {
-		return err
-	}
-	for _, r := range results {
-		if err := n.ImportImage(ctx, r.Archive); err != nil {
-			return err
-		}
-		ref, err := ociimage.Reference(r.Target)
-		if err != nil {
-			return err
-		}
-		if _, err := n.ctr(ctx, "images", "tag", "--force", ref.String(), ProductImage(r.Target.Name)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ProductImage is the reference a product image has on the node.
-func ProductImage(name string) string { return ociimage.Repository + name + ":" + ProductTag }

@@ -29,4 +29,9 @@ func (a *app) expectStatus(version, state, says string) {
 		}
 		return false, fmt.Sprintf("statuses %q\nReporter:\n%s", seen, tail(a.e.Node.PodLogs(gateNS, "reporter")))
 	})
+	// The Reporter's and the Collector's pods call GitHub as it is
+	// described; the double records every call that is not.
+	for _, v := range a.e.GitHub.Violations() {
+		a.t.Errorf("a call GitHub's description refuses: %v", v)
+	}
 }

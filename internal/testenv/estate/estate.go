@@ -8,11 +8,7 @@ package estate
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -21,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/JorisJonkers-dev/delivery/internal/publish"
 	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
@@ -37,31 +34,41 @@ const (
 )
 
 // Estate is the node with the real Flux and Flagger on it and the product
-// installed by Flux.
+// installed by Flux from a signed release.
 type Estate struct {
 	Node *testenv.Node
 	Flux *testenv.Flux
-	// GitHub is the GitHub the Reporter's pods reach, on the node's bridge:
-	// the one service here that cannot run for real.
+	// GitHub is the GitHub the Reporter's and the Collector's pods reach,
+	// on the node's bridge: the one service here that cannot run for real.
 	GitHub *fakegithub.Server
+	// Key signs the estate's releases of the product; Flux verifies each
+	// against its public half.
+	Key ReleaseKey
+	// Release is the release of the product the estate installed.
+	Release publish.Published
+
+	root, dir string
+	say       func(string)
 }
 
-// Options say where the product's manifests are and who hears the steps.
+// Options say where the product's module is and who hears the steps.
 type Options struct {
-	// Root is the module's folder, whose deploy/ is installed.
+	// Root is the module's folder, which is released.
 	Root string
-	// Dir is a folder of the caller's for the images and the install.
+	// Dir is a folder of the caller's for the releases.
 	Dir string
 	// Say is told each step in a few words; nil is quiet.
 	Say func(string)
 }
 
-// Install installs the estate on n, whose kubelet already has the member
-// image: Flux and Flagger, then the product through Flux as a platform
-// team would (deploy/'s manifests in an overlay that names the images on
-// the node, pushed as an artifact, pulled and applied by source- and
-// kustomize-controller), and notification-controller's Providers for the
-// release record and the Reporter.
+// Install installs the estate on n: Flux and Flagger, then the product as
+// a platform team installs a release of it. make release's own code
+// publishes FirstVersion to a registry on the node's bridge, every image
+// for both platforms and signed; source-controller pulls the manifests'
+// artifact, verifying its signature; kustomize-controller applies it; the
+// kubelet pulls every service's image by digest from that registry. Then
+// notification-controller's Providers for the release record and the
+// Reporter.
 func Install(ctx context.Context, n *testenv.Node, o Options) (*Estate, error) {
 	say := o.Say
 	if say == nil {
@@ -70,54 +77,54 @@ func Install(ctx context.Context, n *testenv.Node, o Options) (*Estate, error) {
 	if o.Root == "" || o.Dir == "" {
 		return nil, fmt.Errorf("an estate needs the module's folder and one of its own")
 	}
-	dir, gateNS := o.Dir, GateNamespace
+	gateNS := GateNamespace
 	var err error
-	e := &Estate{Node: n}
-	if err := n.ImportProductImages(ctx, filepath.Join(dir, "images"), "release-gate", "release-record", "reporter"); err != nil {
+	e := &Estate{Node: n, root: o.Root, dir: o.Dir, say: say}
+	if e.Key, err = NewReleaseKey(); err != nil {
 		return nil, err
 	}
 	if e.GitHub, err = fakegithub.Start(net.JoinHostPort(n.Gateway, "0")); err != nil {
 		return nil, err
 	}
 	n.OnClose(e.GitHub.Close)
+	e.GitHub.AddRepository(EstateRepository)
 	if e.Flux, err = n.StartFlux(ctx); err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, n.ContainerLogs(testenv.FluxNamespace, 3000))
+	}
+	if err := n.TrustRegistry(e.Flux.Registry); err != nil {
+		return nil, err
 	}
 	if err := n.StartFlagger(ctx, gateNS); err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, n.ContainerLogs(gateNS, 3000))
 	}
-	// The GitHub App the Reporter acts as, as a platform team hands it the
-	// secret reporter-github-app.
-	if _, err := n.Apply(ctx, []byte(fmt.Sprintf(`apiVersion: v1
+	// The GitHub Apps the Reporter and the Collector act as, as a platform
+	// team hands them the secrets the install names.
+	for _, secret := range []string{"reporter-github-app", "collector-github-app"} {
+		if _, err := n.Apply(ctx, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Secret
-metadata: {name: reporter-github-app, namespace: %s}
+metadata: {name: %s, namespace: %s}
 stringData:
   app-id: %q
   installation-id: %q
   private-key: %q
-`, gateNS, fmt.Sprint(e.GitHub.AppID), fmt.Sprint(e.GitHub.InstallationID), e.GitHub.PrivateKeyPEM))); err != nil {
-		return nil, err
-	}
-	say("installing the Release Gate, the release record and the Reporter through Flux")
-	install := filepath.Join(dir, "delivery")
-	if err := productOverlay(o.Root, install, e.GitHub.URL()); err != nil {
-		return nil, err
-	}
-	a, err := e.Flux.Push(ctx, install, "delivery", "0.0.0-node", "https://github.com/JorisJonkers-dev/delivery", "main@sha1:"+strings.Repeat("0", 40))
-	if err != nil {
-		return nil, err
-	}
-	if err := e.Unit(ctx, "delivery", a); err != nil {
-		return nil, err
-	}
-	if err := e.Applied(ctx, "delivery", a.Digest); err != nil {
-		return nil, err
-	}
-	for _, service := range []string{"release-gate", "release-record", "reporter"} {
-		if err := n.WaitAvailable(ctx, gateNS, service); err != nil {
-			return nil, fmt.Errorf("%w\n%s", err, n.ContainerLogs(gateNS, 3000))
+`, secret, gateNS, fmt.Sprint(e.GitHub.AppID), fmt.Sprint(e.GitHub.InstallationID), e.GitHub.PrivateKeyPEM))); err != nil {
+			return nil, err
 		}
 	}
+	say("releasing the product " + FirstVersion)
+	if e.Release, err = e.Publish(ctx, FirstVersion); err != nil {
+		return nil, err
+	}
+	say("installing the release through Flux, its signature verified")
+	started := time.Now()
+	if err := e.installUnit(ctx, e.Release); err != nil {
+		return nil, err
+	}
+	if err := e.Installed(ctx, e.Release); err != nil {
+		return nil, err
+	}
+	say(fmt.Sprintf("installed %s: artifact verified and applied, every service Available from its signed image, in %s",
+		FirstVersion, time.Since(started).Round(time.Second)))
 	// notification-controller prompts the release record and the Reporter
 	// on every event of a unit or a source, as a platform team wires them.
 	say("wiring notification-controller to the release record and the Reporter")
@@ -145,95 +152,12 @@ spec:
 	return e, nil
 }
 
-// productOverlay lays out the install a platform team keeps: deploy/'s
-// namespace, release-gate, release-record and reporter folders as they
-// are, and an overlay naming the images the node has, the cluster and
-// environment, GitHub's address and a short look interval.
-func productOverlay(root, dir, github string) error {
-	for _, part := range []string{"namespace", "release-gate", "release-record", "reporter"} {
-		src := filepath.Join(root, "deploy", part)
-		if err := copyFolder(src, filepath.Join(dir, part)); err != nil {
-			return err
-		}
-	}
-	overlay := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: %s
-resources: [namespace, release-gate, release-record, reporter]
-images:
-  - name: ghcr.io/jorisjonkers-dev/delivery/release-gate
-    newName: %[2]s
-    newTag: %[4]s
-  - name: ghcr.io/jorisjonkers-dev/delivery/release-record
-    newName: %[3]s
-    newTag: %[4]s
-  - name: ghcr.io/jorisjonkers-dev/delivery/reporter
-    newName: %[7]s
-    newTag: %[4]s
-patches:
-  - patch: |
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata: {name: reporter, namespace: %[1]s}
-      spec:
-        template:
-          spec:
-            containers:
-              - name: reporter
-                env:
-                  - {name: GITHUB_API_URL, value: %[8]q}
-                  - {name: INTERVAL, value: 5s}
-  - patch: |
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata: {name: release-record, namespace: %[1]s}
-      spec:
-        template:
-          spec:
-            containers:
-              - name: release-record
-                env:
-                  - {name: CLUSTER_NAME, value: %[5]s}
-                  - {name: ENVIRONMENT, value: %[6]s}
-                  - {name: INTERVAL, value: 5s}
-`, GateNamespace, strings.TrimSuffix(testenv.ProductImage("release-gate"), ":"+testenv.ProductTag),
-		strings.TrimSuffix(testenv.ProductImage("release-record"), ":"+testenv.ProductTag), testenv.ProductTag, RecordCluster, RecordEnvironment,
-		strings.TrimSuffix(testenv.ProductImage("reporter"), ":"+testenv.ProductTag), github)
-	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o600)
-}
-
-// copyFolder copies the YAML files of src into dst.
-func copyFolder(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
-		}
-		if !strings.HasSuffix(path, ".yaml") {
-			return nil
-		}
-		raw, err := os.ReadFile(path) //nolint:gosec // the repository's own manifests
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), raw, 0o600)
-	})
-}
-
 // Unit points a Project's OCIRepository and Kustomization, both
 // project-<project>, at an artifact, pinned by digest as deploy-kit's pin
 // files are, the release named on the unit as the Reporter reads it; a
 // second call moves the pin.
 func (e *Estate) Unit(ctx context.Context, project string, a testenv.Artifact) error {
-	// The product's own unit looks again only hourly, so that no reconcile
-	// undoes a test scaling the gate to nothing.
 	interval := "10m"
-	if project == "delivery" {
-		interval = "1h"
-	}
 	_, err := e.Node.Apply(ctx, []byte(fmt.Sprintf(`apiVersion: source.toolkit.fluxcd.io/v1
 kind: OCIRepository
 metadata: {name: project-%[1]s, namespace: %[2]s}
