@@ -26,9 +26,10 @@ import (
 // yamlBlock is a fenced YAML block of a Markdown page.
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
 
-// documentedKustomization is the Flux Kustomization docs/install.md tells
-// a platform engineer to apply, as its YAML and decoded.
-func documentedKustomization(t *testing.T) ([]byte, map[string]any) {
+// documented is the first object of kind (with apiVersion) that
+// docs/install.md shows a platform engineer to apply, as its YAML and
+// decoded.
+func documented(t *testing.T, apiVersion, kind string) ([]byte, map[string]any) {
 	t.Helper()
 	page, err := os.ReadFile(filepath.Join("..", "docs", "install.md"))
 	if err != nil {
@@ -48,21 +49,23 @@ func documentedKustomization(t *testing.T) ([]byte, map[string]any) {
 			if err := yaml.Unmarshal(doc, &obj); err != nil {
 				t.Fatal(err)
 			}
-			if obj["kind"] == "Kustomization" && obj["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1" {
+			if obj["kind"] == kind && obj["apiVersion"] == apiVersion {
 				return doc, obj
 			}
 		}
 	}
-	t.Fatal("docs/install.md shows no Flux Kustomization")
+	t.Fatalf("docs/install.md shows no %s %s", apiVersion, kind)
 	return nil, nil
 }
 
-// TestDocumentedKustomization holds the Kustomization docs/install.md
-// shows to what Flux takes (a server-side dry run against Flux's own CRD)
-// and to the order an install needs: it waits on Flagger and the CRDs, and
-// points at a folder of this repository.
+// TestDocumentedKustomization holds the install docs/install.md shows to
+// what Flux takes (a server-side dry run against Flux's own CRDs) and to
+// what a safe install needs: the OCIRepository verifies the release's
+// cosign signature, and the Kustomization applies that source's base and
+// waits on Flagger and the CRDs.
 func TestDocumentedKustomization(t *testing.T) {
-	doc, obj := documentedKustomization(t)
+	doc, obj := documented(t, "kustomize.toolkit.fluxcd.io/v1", "Kustomization")
+	source, sourceObj := documented(t, "source.toolkit.fluxcd.io/v1", "OCIRepository")
 	spec, _ := obj["spec"].(map[string]any)
 	var depends []string
 	deps, _ := spec["dependsOn"].([]any)
@@ -77,9 +80,23 @@ func TestDocumentedKustomization(t *testing.T) {
 			t.Errorf("the documented Kustomization depends on %v, not on %s", depends, want)
 		}
 	}
-	path, _ := spec["path"].(string)
-	if info, err := os.Stat(filepath.Join("..", filepath.FromSlash(strings.TrimPrefix(path, "./")))); err != nil || !info.IsDir() {
-		t.Errorf("the documented Kustomization's path %q is no folder of the repository", path)
+	ref, _ := spec["sourceRef"].(map[string]any)
+	sourceMeta, _ := sourceObj["metadata"].(map[string]any)
+	if ref["kind"] != "OCIRepository" || ref["name"] != sourceMeta["name"] || spec["path"] != "./" {
+		t.Errorf("the documented Kustomization applies %v at %v, not the base of the documented OCIRepository %v", ref, spec["path"], sourceMeta["name"])
+	}
+	sourceSpec, _ := sourceObj["spec"].(map[string]any)
+	verify, _ := sourceSpec["verify"].(map[string]any)
+	if verify["provider"] != "cosign" {
+		t.Errorf("the documented OCIRepository verifies %v, not cosign signatures", verify)
+	}
+	// source-controller does not bind a signature to the digest it names,
+	// so only a digest pin keeps an artifact pushed under the tag out.
+	if ref, _ := sourceSpec["ref"].(map[string]any); ref["digest"] == nil || ref["tag"] != nil || ref["semver"] != nil {
+		t.Errorf("the documented OCIRepository follows %v; pin it to the release's digest alone", sourceSpec["ref"])
+	}
+	if url, _ := sourceSpec["url"].(string); !strings.HasSuffix(url, "/manifests") {
+		t.Errorf("the documented OCIRepository pulls %q, not a release's manifests", url)
 	}
 
 	cp := testenv.Shared(t)
@@ -93,5 +110,8 @@ func TestDocumentedKustomization(t *testing.T) {
 	}
 	if _, err := cp.ApplyDryRun(ctx, doc); err != nil {
 		t.Errorf("Flux's CRD refuses the documented Kustomization: %v", err)
+	}
+	if _, err := cp.ApplyDryRun(ctx, source); err != nil {
+		t.Errorf("Flux's CRD refuses the documented OCIRepository: %v", err)
 	}
 }
