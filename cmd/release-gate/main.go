@@ -14,8 +14,8 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
@@ -108,7 +108,7 @@ type gateSettings struct {
 	flagger         releasegate.FlaggerIdentity
 	flaggerSelector labels.Selector
 	gateNamespace   string
-	ownTraffic      probe.Thresholds
+	ownTraffic      owntraffic.Thresholds
 	leader          releasegate.LeaderSettings
 	scraper         releasegate.ScraperIdentity
 }
@@ -125,7 +125,7 @@ func readSettings(getenv func(string) string) (gateSettings, error) {
 			ServiceAccount: env.String("FLAGGER_SERVICE_ACCOUNT", "flagger"),
 		},
 		gateNamespace: env.String("GATE_NAMESPACE", releasegate.DefaultGateNamespace),
-		ownTraffic: probe.Thresholds{
+		ownTraffic: owntraffic.Thresholds{
 			ErrorRate: env.Share("OWN_TRAFFIC_ERROR_RATE", releasegate.DefaultOwnTraffic.ErrorRate),
 			Latency:   env.Duration("OWN_TRAFFIC_LATENCY", releasegate.DefaultOwnTraffic.Latency),
 		},
@@ -181,7 +181,7 @@ func assemble(s gateSettings, getenv func(string) string, logger *slog.Logger) (
 	if err != nil {
 		return parts{}, cli.BadSetting(err)
 	}
-	reconciler := releasegate.NewReconciler(kube, s.gateNamespace, probe.NewWarmer(probe.WarmupConfig{}), logger, time.Now)
+	reconciler := releasegate.NewReconciler(kube, s.gateNamespace, owntraffic.NewWarmer(owntraffic.WarmupConfig{}), logger, time.Now)
 	reconciler.LeadWith(elector.Leading)
 	metrics, err := reconciler.MetricsHandler(s.scraper)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 )
@@ -62,12 +62,12 @@ type Config struct {
 	GateNamespace string
 	// OwnTraffic are the thresholds the inputs' errorRate and latency
 	// override; DefaultOwnTraffic when zero.
-	OwnTraffic probe.Thresholds
+	OwnTraffic owntraffic.Thresholds
 }
 
 // DefaultOwnTraffic are the platform's own-traffic thresholds where neither
 // the inputs nor the gate's settings say otherwise: deploy-kit renders none.
-var DefaultOwnTraffic = probe.Thresholds{ErrorRate: 0.01, Latency: time.Second}
+var DefaultOwnTraffic = owntraffic.Thresholds{ErrorRate: 0.01, Latency: time.Second}
 
 // New builds a gate reading cluster, answering the pods cfg.Flagger names as
 // callers (a watch of its namespace and selector) holds them.
@@ -81,7 +81,7 @@ func New(cluster Cluster, callers Callers, cfg Config, logger *slog.Logger) (*Ga
 	if err := CheckGateNamespace(cfg.GateNamespace); err != nil {
 		return nil, err
 	}
-	if cfg.OwnTraffic == (probe.Thresholds{}) {
+	if cfg.OwnTraffic == (owntraffic.Thresholds{}) {
 		cfg.OwnTraffic = DefaultOwnTraffic
 	}
 	if err := cfg.OwnTraffic.Validate(); err != nil {
@@ -93,7 +93,7 @@ func New(cluster Cluster, callers Callers, cfg Config, logger *slog.Logger) (*Ga
 	return &Gate{
 		cluster: cluster, callers: callers, config: cfg, logger: logger,
 		notes:  notes{asked: map[memberKey]string{}},
-		prober: probe.New(probe.WithBudget(OwnTrafficBudget)),
+		prober: owntraffic.New(owntraffic.WithBudget(OwnTrafficBudget)),
 	}, nil
 }
 

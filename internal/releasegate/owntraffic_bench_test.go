@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkChecksOwnTraffic(b *testing.B) {
 	flaggerNS := cp.Namespace(b)
 	flaggerPod(b, cp, flaggerNS, "flagger-0", flagger)
 	services := newCanaryServices()
-	gate := serveProbing(b, grant(b, cp), flaggerNS, services, probe.WithRequestTimeout(probe.DefaultRequestTimeout))
+	gate := serveProbing(b, grant(b, cp), flaggerNS, services, owntraffic.WithRequestTimeout(owntraffic.DefaultRequestTimeout))
 	copySrv := newCopyServer(b, func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(serverTime)
 		_, _ = w.Write([]byte("ok"))

@@ -13,11 +13,11 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
-// testRequestTimeout stands in for probe.DefaultRequestTimeout so a slow
+// testRequestTimeout stands in for owntraffic.DefaultRequestTimeout so a slow
 // member costs the tests little; the rule is the same.
 const testRequestTimeout = 400 * time.Millisecond
 
@@ -120,9 +120,9 @@ func refusedAddr(t testing.TB) string {
 
 // serveProbing is serve with the gate's prober reaching services through
 // the dial seam; the prober is set before the gate serves.
-func serveProbing(t testing.TB, cfg *rest.Config, flaggerNS string, services *canaryServices, opts ...probe.Option) *running {
+func serveProbing(t testing.TB, cfg *rest.Config, flaggerNS string, services *canaryServices, opts ...owntraffic.Option) *running {
 	t.Helper()
-	return serveWith(t, cfg, flaggerNS, probe.New(append([]probe.Option{probe.WithDial(services.dial), probe.WithRequestTimeout(testRequestTimeout)}, opts...)...))
+	return serveWith(t, cfg, flaggerNS, owntraffic.New(append([]owntraffic.Option{owntraffic.WithDial(services.dial), owntraffic.WithRequestTimeout(testRequestTimeout)}, opts...)...))
 }
 
 // probedInputs renders the auth inputs with checks on the members named and
@@ -201,8 +201,8 @@ func TestChecksOwnTraffic(t *testing.T) {
 			reason: "new copy auth-api: 2 pods ready, none restarted; own traffic: 0 of 9 requests failed",
 			check: func(t *testing.T, c *copyServer) {
 				for _, p := range []string{"/", "/api", "/ready"} {
-					if c.count(p) != probe.Rounds {
-						t.Errorf("%s requested %d times, want %d", p, c.count(p), probe.Rounds)
+					if c.count(p) != owntraffic.Rounds {
+						t.Errorf("%s requested %d times, want %d", p, c.count(p), owntraffic.Rounds)
 					}
 				}
 				if c.auth != 0 {

@@ -3,16 +3,16 @@ package releasegate
 import (
 	"context"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 )
 
 // Prober makes the gate's own requests to members' Canary services;
-// *probe.Prober is the one the binary uses.
+// *owntraffic.Prober is the one the binary uses.
 type Prober interface {
-	// OwnTraffic requests every path at base, probe.Rounds times over.
-	OwnTraffic(ctx context.Context, base string, paths []string) (probe.Traffic, error)
+	// OwnTraffic requests every path at base, owntraffic.Rounds times over.
+	OwnTraffic(ctx context.Context, base string, paths []string) (owntraffic.Traffic, error)
 	// Protected requests path at base once with no credentials and decides.
-	Protected(ctx context.Context, base, process, path string) (probe.Verdict, error)
+	Protected(ctx context.Context, base, process, path string) (owntraffic.Verdict, error)
 }
 
 // UseProber replaces the prober New built (production settings). Call it

@@ -16,7 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -91,12 +91,12 @@ func (loopbackResolver) LookupNetIP(_ context.Context, network, host string) ([]
 
 // warmer reaches the edge through the warmup seam: a resolver and an address
 // policy that admit loopback, and the edge's certificate as the root.
-func (e *edge) warmer() *probe.Warmer {
+func (e *edge) warmer() *owntraffic.Warmer {
 	roots := x509.NewCertPool()
 	roots.AddCert(e.srv.Certificate())
 	_, port, _ := net.SplitHostPort(e.srv.Listener.Addr().String())
 	n, _ := strconv.Atoi(port)
-	return probe.NewWarmer(probe.WarmupConfig{
+	return owntraffic.NewWarmer(owntraffic.WarmupConfig{
 		Resolver: loopbackResolver{},
 		Allow:    func(a netip.Addr) bool { return a.IsLoopback() },
 		TLS:      &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
@@ -485,7 +485,7 @@ func ownReconciler(t *testing.T) (*testenv.ControlPlane, *releasegate.Reconciler
 	if err != nil {
 		t.Fatal(err)
 	}
-	reconciler, logs := loggedReconciler(kube, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil }))
+	reconciler, logs := loggedReconciler(kube, warmerFunc(func(context.Context, []string, []string) (owntraffic.Warmup, error) { return owntraffic.Warmup{}, nil }))
 	return cp, reconciler, logs
 }
 
@@ -573,7 +573,7 @@ func TestAFailedPodsListLeavesTheUndoUndecided(t *testing.T) {
 	}
 	ns := cp.Namespace(t)
 	failedPay(ns, nil, job{name: "pay-migration-" + tag, complete: true}, job{name: "pay-migration-down-" + tag, suspended: true}).apply(t, cp)
-	reconciler, logs := loggedReconciler(failingPods{kube}, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) { return probe.Warmup{}, nil }))
+	reconciler, logs := loggedReconciler(failingPods{kube}, warmerFunc(func(context.Context, []string, []string) (owntraffic.Warmup, error) { return owntraffic.Warmup{}, nil }))
 	round(t, reconciler, logs)
 	if u := logEntries(t, logs.String(), ns, "application unanswerable"); len(u) != 1 || !strings.Contains(u[0]["cause"].(string), "list the pods of "+ns+"/pay") {
 		t.Fatalf("unanswerable log lines: %v\n%s", u, logs)

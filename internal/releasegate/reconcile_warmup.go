@@ -8,16 +8,16 @@ import (
 	"sync"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
 // warmupsAtOnce bounds the warmups that run side by side.
 const warmupsAtOnce = 4
 
-// Warmer warms a served revision up; *probe.Warmer is one.
+// Warmer warms a served revision up; *owntraffic.Warmer is one.
 type Warmer interface {
-	Warm(ctx context.Context, hosts, paths []string) (probe.Warmup, error)
+	Warm(ctx context.Context, hosts, paths []string) (owntraffic.Warmup, error)
 }
 
 // warmups run beside the rounds: one takes as long as its requests take (up
@@ -98,14 +98,14 @@ func (ws *warmups) forget(wanted map[warmKey]bool, undecided map[string]bool) {
 // revision is warmed by a later round then.
 func (t *Reconciler) warm(ctx context.Context, w *Warm) (release.WarmupRecord, bool) {
 	if w.Err != nil {
-		return WarmupVerdict(w.Revision, probe.Warmup{}, w.Err), true
+		return WarmupVerdict(w.Revision, owntraffic.Warmup{}, w.Err), true
 	}
-	var total probe.Warmup
+	var total owntraffic.Warmup
 	for _, target := range w.Targets {
 		// Members sharing a host hand their paths together, which can come
 		// to more than one call of the warmer takes: they go a call's worth
 		// at a time.
-		for paths := range slices.Chunk(target.Paths, probe.MaxPaths+1) {
+		for paths := range slices.Chunk(target.Paths, owntraffic.MaxPaths+1) {
 			got, err := t.warmer.Warm(ctx, []string{target.Host}, paths)
 			if ctx.Err() != nil {
 				return release.WarmupRecord{}, false
@@ -208,7 +208,7 @@ func union(have, more []string) []string {
 // failed (and so when no public host reaches the Application and nothing was
 // requested), else the first failing request and its status. err is a warmup
 // that could not request at all: its cause stands in for the request.
-func WarmupVerdict(revision string, w probe.Warmup, err error) release.WarmupRecord {
+func WarmupVerdict(revision string, w owntraffic.Warmup, err error) release.WarmupRecord {
 	switch {
 	case err != nil:
 		return release.WarmupRecord{Revision: revision, Failed: &release.WarmupFailure{Request: release.Clip(err.Error())}}

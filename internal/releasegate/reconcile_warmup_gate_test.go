@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // warmerFunc is a Warmer made of a function.
-type warmerFunc func(ctx context.Context, hosts, paths []string) (probe.Warmup, error)
+type warmerFunc func(ctx context.Context, hosts, paths []string) (owntraffic.Warmup, error)
 
-func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (probe.Warmup, error) {
+func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (owntraffic.Warmup, error) {
 	return f(ctx, hosts, paths)
 }
 
@@ -42,10 +42,10 @@ func TestWarmupsRunBesideTheRounds(t *testing.T) {
 
 	var warmups atomic.Int32
 	release := make(chan struct{})
-	warmer := warmerFunc(func(ctx context.Context, _, _ []string) (probe.Warmup, error) {
+	warmer := warmerFunc(func(ctx context.Context, _, _ []string) (owntraffic.Warmup, error) {
 		warmups.Add(1)
 		<-release
-		return probe.Warmup{Requests: 1}, nil
+		return owntraffic.Warmup{Requests: 1}, nil
 	})
 	cluster := &failingRecordWrite{Kube: kube}
 	reconciler, logs := loggedReconciler(cluster, warmer)
@@ -120,10 +120,10 @@ func TestAWarmupVerdictWaitsForThePinToComeBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reconciler, logs := loggedReconciler(kube, warmerFunc(func(context.Context, []string, []string) (probe.Warmup, error) {
+	reconciler, logs := loggedReconciler(kube, warmerFunc(func(context.Context, []string, []string) (owntraffic.Warmup, error) {
 		warmups.Add(1)
 		<-release
-		return probe.Warmup{Requests: 1}, nil
+		return owntraffic.Warmup{Requests: 1}, nil
 	}))
 	ns := cp.Namespace(t)
 	docs := &app{ns: ns, name: "docs",

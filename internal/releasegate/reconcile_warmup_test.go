@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
-type warmerFunc func(ctx context.Context, hosts, paths []string) (probe.Warmup, error)
+type warmerFunc func(ctx context.Context, hosts, paths []string) (owntraffic.Warmup, error)
 
-func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (probe.Warmup, error) {
+func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (owntraffic.Warmup, error) {
 	return f(ctx, hosts, paths)
 }
 
@@ -21,18 +21,18 @@ func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (probe.Warm
 // the warmer takes: every path is still requested, a call's worth at a time.
 func TestWarmRequestsEveryPathOfASharedHost(t *testing.T) {
 	var paths []string
-	for i := range 2 * probe.MaxPaths {
+	for i := range 2 * owntraffic.MaxPaths {
 		paths = append(paths, fmt.Sprintf("/p%d", i))
 	}
 	requested := map[string]bool{}
-	reconciler := &Reconciler{warmer: warmerFunc(func(_ context.Context, hosts, paths []string) (probe.Warmup, error) {
-		if len(paths) > probe.MaxPaths+1 {
-			return probe.Warmup{}, fmt.Errorf("%d paths, more than %d", len(paths), probe.MaxPaths+1)
+	reconciler := &Reconciler{warmer: warmerFunc(func(_ context.Context, hosts, paths []string) (owntraffic.Warmup, error) {
+		if len(paths) > owntraffic.MaxPaths+1 {
+			return owntraffic.Warmup{}, fmt.Errorf("%d paths, more than %d", len(paths), owntraffic.MaxPaths+1)
 		}
 		for _, p := range paths {
 			requested[hosts[0]+p] = true
 		}
-		return probe.Warmup{Requests: len(paths)}, nil
+		return owntraffic.Warmup{Requests: len(paths)}, nil
 	})}
 	got, ok := reconciler.warm(t.Context(), &Warm{Revision: "r", Targets: []WarmTarget{{Host: "auth.example.com", Paths: paths}}})
 	if !ok || !got.Warmed || got.Failed != nil || len(requested) != len(paths) {
@@ -43,18 +43,18 @@ func TestWarmRequestsEveryPathOfASharedHost(t *testing.T) {
 func TestWarmupVerdict(t *testing.T) {
 	cases := []struct {
 		name    string
-		warmup  probe.Warmup
+		warmup  owntraffic.Warmup
 		err     error
 		warmed  bool
 		request string
 		status  int
 	}{
-		{"every request passed", probe.Warmup{Requests: 4}, nil, true, "", 0},
-		{"no public host reaches it: warmed without a request", probe.Warmup{Unreachable: []string{"a.example.com"}}, nil, true, "", 0},
-		{"a 5xx stops it", probe.Warmup{Requests: 2, Failure: &probe.Answer{Host: "a.example.com", Path: "/api", Status: 502}}, nil, false, "a.example.com/api", 502},
-		{"a status HTTP has not is no answer", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Status: 999}}, nil, false, "a.example.com/", 0},
-		{"no answer stops it", probe.Warmup{Requests: 1, Failure: &probe.Answer{Host: "a.example.com", Path: "/", Cause: "no answer within 10s"}}, nil, false, "a.example.com/", 0},
-		{"a host that is not one", probe.Warmup{}, errors.New(`host "x" is a single label`), false, `host "x" is a single label`, 0},
+		{"every request passed", owntraffic.Warmup{Requests: 4}, nil, true, "", 0},
+		{"no public host reaches it: warmed without a request", owntraffic.Warmup{Unreachable: []string{"a.example.com"}}, nil, true, "", 0},
+		{"a 5xx stops it", owntraffic.Warmup{Requests: 2, Failure: &owntraffic.Answer{Host: "a.example.com", Path: "/api", Status: 502}}, nil, false, "a.example.com/api", 502},
+		{"a status HTTP has not is no answer", owntraffic.Warmup{Requests: 1, Failure: &owntraffic.Answer{Host: "a.example.com", Path: "/", Status: 999}}, nil, false, "a.example.com/", 0},
+		{"no answer stops it", owntraffic.Warmup{Requests: 1, Failure: &owntraffic.Answer{Host: "a.example.com", Path: "/", Cause: "no answer within 10s"}}, nil, false, "a.example.com/", 0},
+		{"a host that is not one", owntraffic.Warmup{}, errors.New(`host "x" is a single label`), false, `host "x" is a single label`, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -65,7 +65,7 @@ func (g *Gate) checkOwnTraffic(ctx context.Context, a asked, pods []release.Pod)
 	if err != nil {
 		return Answer{}, fmt.Errorf("own traffic to %s: %w", a.q.Process, err)
 	}
-	return TrafficAnswer(a.q, answer, probe.Judge(traffic, plan.Thresholds)), nil
+	return TrafficAnswer(a.q, answer, owntraffic.Judge(traffic, plan.Thresholds)), nil
 }
 
 // MetadataPaths is the key of a Canary webhook's metadata that hands the gate
@@ -76,7 +76,7 @@ const MetadataPaths = "paths"
 
 // CanaryPaths reads the Route paths a Canary's webhooks hand the gate. Every
 // webhook that carries the key must carry the same list, and each path must
-// be URL path segments (probe.CheckPath): the gate holds API access, so it
+// be URL path segments (owntraffic.CheckPath): the gate holds API access, so it
 // checks what anyone who can write a Canary wrote.
 func CanaryPaths(c release.Canary) ([]string, error) {
 	var raw string
@@ -104,11 +104,11 @@ func CanaryPaths(c release.Canary) ([]string, error) {
 		}
 		return nil, fmt.Errorf("Canary %s: metadata %s is not a JSON array of paths: %s", c.Name, MetadataPaths, cause)
 	}
-	if len(paths) > probe.MaxPaths {
-		return nil, fmt.Errorf("Canary %s hands %d paths, more than %d", c.Name, len(paths), probe.MaxPaths)
+	if len(paths) > owntraffic.MaxPaths {
+		return nil, fmt.Errorf("Canary %s hands %d paths, more than %d", c.Name, len(paths), owntraffic.MaxPaths)
 	}
 	for _, p := range paths {
-		if err := probe.CheckPath(p); err != nil {
+		if err := owntraffic.CheckPath(p); err != nil {
 			return nil, fmt.Errorf("Canary %s: %w", c.Name, err)
 		}
 	}
@@ -119,7 +119,7 @@ func CanaryPaths(c release.Canary) ([]string, error) {
 // the inputs' errorRate and latency where they carry them, the platform's
 // (the gate's own settings) otherwise. Inputs whose latency does not parse,
 // or whose thresholds no traffic could be judged by, are an error.
-func OwnTrafficThresholds(in *release.Inputs, platform probe.Thresholds) (probe.Thresholds, error) {
+func OwnTrafficThresholds(in *release.Inputs, platform owntraffic.Thresholds) (owntraffic.Thresholds, error) {
 	th := platform
 	if in.ErrorRate != nil {
 		th.ErrorRate = *in.ErrorRate
@@ -127,12 +127,12 @@ func OwnTrafficThresholds(in *release.Inputs, platform probe.Thresholds) (probe.
 	if in.Latency != "" {
 		latency, err := time.ParseDuration(in.Latency)
 		if err != nil {
-			return probe.Thresholds{}, fmt.Errorf("inputs latency: %w", err)
+			return owntraffic.Thresholds{}, fmt.Errorf("inputs latency: %w", err)
 		}
 		th.Latency = latency
 	}
 	if err := th.Validate(); err != nil {
-		return probe.Thresholds{}, fmt.Errorf("inputs thresholds: %w", err)
+		return owntraffic.Thresholds{}, fmt.Errorf("inputs thresholds: %w", err)
 	}
 	return th, nil
 }
@@ -142,7 +142,7 @@ func OwnTrafficThresholds(in *release.Inputs, platform probe.Thresholds) (probe.
 type TrafficPlan struct {
 	Base       string
 	Paths      []string
-	Thresholds probe.Thresholds
+	Thresholds owntraffic.Thresholds
 }
 
 // PlanTraffic decides /checks up to the own traffic. It starts from the pod
@@ -155,7 +155,7 @@ type TrafficPlan struct {
 // path segments, or a Canary with no service port is a question the gate
 // cannot answer, whatever its pods show. request is false when the answer is
 // already decided.
-func PlanTraffic(q release.Question, in *release.Inputs, c release.Canary, pods []release.Pod, platform probe.Thresholds) (plan TrafficPlan, answer Answer, request bool) {
+func PlanTraffic(q release.Question, in *release.Inputs, c release.Canary, pods []release.Pod, platform owntraffic.Thresholds) (plan TrafficPlan, answer Answer, request bool) {
 	m, ok := in.Member(q.Process)
 	if !ok {
 		return TrafficPlan{}, unanswerable("process %s is no member of Application %s", q.Process, q.Application), false
@@ -173,12 +173,12 @@ func PlanTraffic(q release.Question, in *release.Inputs, c release.Canary, pods 
 		return TrafficPlan{}, unanswerable("%v", err), false
 	}
 	if m.Readiness.Path != "" {
-		if err := probe.CheckPath(m.Readiness.Path); err != nil {
+		if err := owntraffic.CheckPath(m.Readiness.Path); err != nil {
 			return TrafficPlan{}, unanswerable("member %s readiness: %v", q.Process, err), false
 		}
 		paths = append(paths, m.Readiness.Path)
 	}
-	base, err := probe.CanaryBase(q.Process, q.Namespace, c.Port)
+	base, err := owntraffic.CanaryBase(q.Process, q.Namespace, c.Port)
 	if err != nil {
 		return TrafficPlan{}, unanswerable("Canary %s: %v", c.Name, err), false
 	}
@@ -191,7 +191,7 @@ func PlanTraffic(q release.Question, in *release.Inputs, c release.Canary, pods 
 // TrafficAnswer turns the own traffic's verdict into the /checks answer: a
 // failing verdict is not yet, with its figures; a passing one is yes, with
 // what the pods showed and the figures.
-func TrafficAnswer(q release.Question, pods Answer, v probe.Verdict) Answer {
+func TrafficAnswer(q release.Question, pods Answer, v owntraffic.Verdict) Answer {
 	if !v.Pass {
 		return notYet("new copy %s: %s", q.Process, v.Reason)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -53,10 +53,10 @@ func pathsCanary(paths string) release.Canary {
 var readyPods = []release.Pod{pod("auth-api-0", true, 0), pod("auth-api-1", true, 0)}
 
 // platform are the gate's own thresholds in these tests: not the inputs'.
-var platform = probe.Thresholds{ErrorRate: 0.01, Latency: time.Second}
+var platform = owntraffic.Thresholds{ErrorRate: 0.01, Latency: time.Second}
 
 // inputsThresholds are withThresholds' own.
-var inputsThresholds = probe.Thresholds{ErrorRate: 0.05, Latency: 500 * time.Millisecond}
+var inputsThresholds = owntraffic.Thresholds{ErrorRate: 0.05, Latency: 500 * time.Millisecond}
 
 func TestPlanTraffic(t *testing.T) {
 	const base = "http://auth-api-canary.auth-system.svc.cluster.local:8080"
@@ -68,7 +68,7 @@ func TestPlanTraffic(t *testing.T) {
 		request bool
 		paths   []string
 		// thresholds the plan holds; the inputs' when zero.
-		thresholds probe.Thresholds
+		thresholds owntraffic.Thresholds
 		outcome    Outcome
 		reason     string
 	}{
@@ -121,11 +121,11 @@ func TestPlanTraffic(t *testing.T) {
 		{name: "an error rate alone in the inputs takes the platform's latency",
 			in:     func() *release.Inputs { in := withThresholds(); in.Latency = ""; return in },
 			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"},
-			thresholds: probe.Thresholds{ErrorRate: 0.05, Latency: time.Second}, outcome: Yes},
+			thresholds: owntraffic.Thresholds{ErrorRate: 0.05, Latency: time.Second}, outcome: Yes},
 		{name: "a latency alone in the inputs takes the platform's error rate",
 			in:     func() *release.Inputs { in := withThresholds(); in.ErrorRate = nil; return in },
 			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, request: true, paths: []string{"/", "/ready"},
-			thresholds: probe.Thresholds{ErrorRate: 0.01, Latency: 500 * time.Millisecond}, outcome: Yes},
+			thresholds: owntraffic.Thresholds{ErrorRate: 0.01, Latency: 500 * time.Millisecond}, outcome: Yes},
 		{name: "a latency that does not parse cannot be answered",
 			in:     func() *release.Inputs { in := withThresholds(); in.Latency = "soon"; return in },
 			canary: func() release.Canary { return pathsCanary(`["/"]`) }, pods: readyPods, outcome: Unanswerable, reason: "inputs latency"},
@@ -170,7 +170,7 @@ func TestPlanTraffic(t *testing.T) {
 			},
 			pods: readyPods, outcome: Unanswerable, reason: "two lists of paths"},
 		{name: "more paths than the prober takes cannot be answered",
-			in: withThresholds, canary: func() release.Canary { return pathsCanary(`[` + manyPaths(probe.MaxPaths+1) + `]`) },
+			in: withThresholds, canary: func() release.Canary { return pathsCanary(`[` + manyPaths(owntraffic.MaxPaths+1) + `]`) },
 			pods: readyPods, outcome: Unanswerable, reason: "more than"},
 		{name: "a process that is no member cannot be answered",
 			in:     func() *release.Inputs { in := withThresholds(); in.Members = in.Members[1:]; return in },
@@ -190,7 +190,7 @@ func TestPlanTraffic(t *testing.T) {
 				t.Fatalf("plan %+v, want %s %v", plan, base, r.paths)
 			}
 			th := r.thresholds
-			if th == (probe.Thresholds{}) {
+			if th == (owntraffic.Thresholds{}) {
 				th = inputsThresholds
 			}
 			if plan.Thresholds != th {
@@ -212,34 +212,34 @@ func manyPaths(n int) string {
 }
 
 func TestTrafficAnswer(t *testing.T) {
-	th := probe.Thresholds{ErrorRate: 0.1, Latency: 200 * time.Millisecond}
+	th := owntraffic.Thresholds{ErrorRate: 0.1, Latency: 200 * time.Millisecond}
 	pods := yes("new copy auth-api: 2 pods ready, none restarted")
-	fail := probe.Answer{Path: "/api", Status: 503}
+	fail := owntraffic.Answer{Path: "/api", Status: 503}
 	rows := []struct {
 		name    string
-		traffic probe.Traffic
+		traffic owntraffic.Traffic
 		outcome Outcome
 		reason  string
 	}{
 		{name: "a failed share at the threshold passes",
-			traffic: probe.Traffic{Requests: 30, Failed: 3, Answered: 30, P95: 50 * time.Millisecond, Failures: []probe.Answer{fail}},
+			traffic: owntraffic.Traffic{Requests: 30, Failed: 3, Answered: 30, P95: 50 * time.Millisecond, Failures: []owntraffic.Answer{fail}},
 			outcome: Yes, reason: "2 pods ready, none restarted; own traffic: 3 of 30 requests failed, p95 50ms"},
 		{name: "a failed share over the threshold is not yet, with the figures",
-			traffic: probe.Traffic{Requests: 30, Failed: 4, Answered: 30, P95: 50 * time.Millisecond, Failures: []probe.Answer{fail}},
+			traffic: owntraffic.Traffic{Requests: 30, Failed: 4, Answered: 30, P95: 50 * time.Millisecond, Failures: []owntraffic.Answer{fail}},
 			outcome: NotYet, reason: "new copy auth-api: own traffic: failed share 13.33% over 10% (4 of 30 requests failed, p95 50ms; first /api: 503)"},
 		{name: "a p95 at the threshold passes",
-			traffic: probe.Traffic{Requests: 30, Answered: 30, P95: 200 * time.Millisecond}, outcome: Yes, reason: "p95 200ms"},
+			traffic: owntraffic.Traffic{Requests: 30, Answered: 30, P95: 200 * time.Millisecond}, outcome: Yes, reason: "p95 200ms"},
 		{name: "a p95 over the threshold is not yet",
-			traffic: probe.Traffic{Requests: 30, Answered: 30, P95: 201 * time.Millisecond}, outcome: NotYet, reason: "p95 201ms over 200ms"},
+			traffic: owntraffic.Traffic{Requests: 30, Answered: 30, P95: 201 * time.Millisecond}, outcome: NotYet, reason: "p95 201ms over 200ms"},
 		{name: "no request succeeded is no",
-			traffic: probe.Traffic{Requests: 3, Failed: 3, Failures: []probe.Answer{{Path: "/", Cause: "connection refused"}}},
+			traffic: owntraffic.Traffic{Requests: 3, Failed: 3, Failures: []owntraffic.Answer{{Path: "/", Cause: "connection refused"}}},
 			outcome: NotYet, reason: "no request succeeded"},
 		{name: "no request at all is no",
-			traffic: probe.Traffic{}, outcome: NotYet, reason: "no request succeeded"},
+			traffic: owntraffic.Traffic{}, outcome: NotYet, reason: "no request succeeded"},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			want(t, TrafficAnswer(ask, pods, probe.Judge(r.traffic, th)), r.outcome, r.reason)
+			want(t, TrafficAnswer(ask, pods, owntraffic.Judge(r.traffic, th)), r.outcome, r.reason)
 		})
 	}
 }
@@ -274,7 +274,7 @@ func FuzzCanaryPaths(f *testing.F) {
 			return
 		}
 		for _, p := range paths {
-			if probe.CheckPath(p) != nil {
+			if owntraffic.CheckPath(p) != nil {
 				t.Fatalf("accepted path %q the prober refuses", p)
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -152,7 +152,7 @@ func PlanProtected(q release.Question, in *release.Inputs, members []release.Mem
 	if _, ok := in.Member(in.ProtectedBy); !ok {
 		return ProtectedTarget{}, unanswerable("protectedBy %s is no member of Application %s", in.ProtectedBy, q.Application), false
 	}
-	if err := probe.CheckPath(in.ProtectedPath); err != nil {
+	if err := owntraffic.CheckPath(in.ProtectedPath); err != nil {
 		return ProtectedTarget{}, unanswerable("inputs protectedPath: %v", err), false
 	}
 	if barrier.Outcome != Yes {
@@ -180,7 +180,7 @@ func PlanProtected(q release.Question, in *release.Inputs, members []release.Mem
 		// nothing now.
 		return ProtectedTarget{}, barrier, false
 	}
-	base, err := probe.CanaryBase(m.Process, q.Namespace, m.Canary.Port)
+	base, err := owntraffic.CanaryBase(m.Process, q.Namespace, m.Canary.Port)
 	if err != nil {
 		return ProtectedTarget{}, unanswerable("Canary %s: %v", m.Process, err), false
 	}
@@ -189,7 +189,7 @@ func PlanProtected(q release.Question, in *release.Inputs, members []release.Mem
 
 // ProtectedAnswer turns the protected path's verdict into the barrier's
 // answer: a failing verdict holds the release with its reason.
-func ProtectedAnswer(barrier Answer, v probe.Verdict) Answer {
+func ProtectedAnswer(barrier Answer, v owntraffic.Verdict) Answer {
 	if !v.Pass {
 		return notYet("%s", v.Reason)
 	}

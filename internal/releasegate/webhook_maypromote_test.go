@@ -3,7 +3,7 @@ package releasegate
 import (
 	"testing"
 
-	"github.com/JorisJonkers-dev/delivery/internal/probe"
+	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -162,20 +162,20 @@ func TestProtectedAnswer(t *testing.T) {
 	open := yes("barrier open")
 	rows := []struct {
 		name    string
-		answer  probe.Answer
+		answer  owntraffic.Answer
 		outcome Outcome
 		reason  string
 	}{
-		{name: "a 2xx holds the release", answer: probe.Answer{Path: "/admin", Status: 200},
+		{name: "a 2xx holds the release", answer: owntraffic.Answer{Path: "/admin", Status: 200},
 			outcome: NotYet, reason: "E_CLIENT_OPEN: auth-ui serves /admin to anyone"},
-		{name: "a 401 passes", answer: probe.Answer{Path: "/admin", Status: 401}, outcome: Yes, reason: "barrier open; auth-ui answers /admin with 401"},
-		{name: "a redirect to sign in passes", answer: probe.Answer{Path: "/admin", Status: 302}, outcome: Yes, reason: "with 302"},
-		{name: "no answer holds the release", answer: probe.Answer{Path: "/admin", Cause: "connection refused"},
+		{name: "a 401 passes", answer: owntraffic.Answer{Path: "/admin", Status: 401}, outcome: Yes, reason: "barrier open; auth-ui answers /admin with 401"},
+		{name: "a redirect to sign in passes", answer: owntraffic.Answer{Path: "/admin", Status: 302}, outcome: Yes, reason: "with 302"},
+		{name: "no answer holds the release", answer: owntraffic.Answer{Path: "/admin", Cause: "connection refused"},
 			outcome: NotYet, reason: "did not answer /admin (connection refused)"},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			want(t, ProtectedAnswer(open, probe.ProtectedVerdict("auth-ui", r.answer)), r.outcome, r.reason)
+			want(t, ProtectedAnswer(open, owntraffic.ProtectedVerdict("auth-ui", r.answer)), r.outcome, r.reason)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package probe
+package owntraffic
 
 import (
 	"context"
