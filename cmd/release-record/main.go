@@ -129,18 +129,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	}, args)
 }
 
-// sweep reads the sweep's settings first, so a bad one exits as every
-// binary's does, then sweeps once.
-func sweep(ctx context.Context, env cli.Env, now func() time.Time) error {
-	if _, err := loadSweepConfig(env.Getenv); err != nil {
-		return cli.BadSetting(err)
-	}
-	if _, err := kubeclient.Config(env.Getenv); err != nil {
-		return cli.BadSetting(err)
-	}
-	return cli.Exit(runSweep(ctx, nil, env.Getenv, now, env.Stdout, env.Stderr))
-}
-
 // serve reads the settings, connects, and looks at the Flux units beside
 // its server.
 func serve(ctx context.Context, env cli.Env, now func() time.Time) error {

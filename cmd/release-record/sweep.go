@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
-// sweepCommand is release-record sweep as its --help tells it.
+// sweepCommand is what release-record sweep's --help tells of it.
 var sweepCommand = cli.Service{
 	Name: "release-record sweep",
 	Summary: "release-record sweep goes over the release records once: it raises a ReleaseStalled Event on a release\n" +
@@ -43,37 +42,29 @@ func loadSweepConfig(getenv func(string) string) (sweepConfig, error) {
 	return cfg, s.Err()
 }
 
-// runSweep answers the sweep's --help and --version, or sweeps once; it
-// returns the exit code: 1 for a bad setting or any failed call, after
-// doing what it could.
-func runSweep(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, logs io.Writer) int {
-	if code, answered := sweepCommand.Answer(args, stdout, logs); answered {
-		return code
-	}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	cfg, err := loadSweepConfig(getenv)
+// sweep reads the sweep's settings first, so a bad one exits 2 as every
+// binary's does, then sweeps once; a failed call exits 1, after the sweep
+// did what it could. It logs through env.Log, at LOG_LEVEL.
+func sweep(ctx context.Context, env cli.Env, now func() time.Time) error {
+	cfg, err := loadSweepConfig(env.Getenv)
 	if err != nil {
-		logger.Error("bad configuration", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
 	}
-	rest, err := kubeclient.Config(getenv)
+	rest, err := kubeclient.Config(env.Getenv)
 	if err != nil {
-		logger.Error("cannot start", slog.String("error", err.Error()))
-		return 1
+		return cli.BadSetting(err)
 	}
 	cluster, err := releasehistory.NewKubeSweep(rest, cfg.namespace)
 	if err != nil {
-		logger.Error("cannot start", slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("cannot start", err)
 	}
-	sweeper := &releasehistory.Sweeper{Cluster: cluster, Out: stdout, Logger: logger}
+	sweeper := &releasehistory.Sweeper{Cluster: cluster, Out: env.Stdout, Logger: env.Log}
 	swept, err := sweeper.Sweep(ctx, cfg.policy, now())
 	if err != nil {
-		logger.Error("sweep failed", slog.String("records", cfg.namespace), slog.Int("raised", swept.Raised),
-			slog.Int("deleted", swept.Deleted), slog.String("error", err.Error()))
-		return 1
+		return cli.Failed("sweep failed", err, slog.String("records", cfg.namespace), slog.Int("raised", swept.Raised),
+			slog.Int("deleted", swept.Deleted))
 	}
-	logger.Info("swept", slog.String("records", cfg.namespace), slog.Int("listed", swept.Records), slog.Int("unreadable", swept.Unreadable),
+	env.Log.Info("swept", slog.String("records", cfg.namespace), slog.Int("listed", swept.Records), slog.Int("unreadable", swept.Unreadable),
 		slog.Int("raised", swept.Raised), slog.Int("deleted", swept.Deleted), slog.Int("moved", swept.Moved))
-	return 0
+	return nil
 }
