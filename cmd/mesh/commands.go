@@ -125,8 +125,8 @@ func assignerCommand(in invocation) *cobra.Command {
 		Use:   "assigner",
 		Short: "Write each node's wants as the seven rules give them",
 		Long: "mesh assigner watches the builds, holds, grants, compositions, registrations, wants and haves and\n" +
-			"writes want.<node>.<module> when all seven rules hold, until it is stopped. It logs JSON lines; a\n" +
-			"bad variable exits 2, a lost bus 1.",
+			"writes want.<node>.<module> when all seven rules hold, until it is stopped. It logs text lines on a\n" +
+			"terminal, JSON lines elsewhere; a bad variable exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env := settings.New(in.getenv)

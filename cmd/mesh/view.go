@@ -35,9 +35,9 @@ func watchmanCommand(in invocation) *cobra.Command {
 		Use:   "watchman",
 		Short: "Say each want its node does not answer as a stall, and count them on /metrics",
 		Long: "mesh watchman mirrors every want as a pulse owed by its node's agent until the node's have names the\n" +
-			"want's fingerprint running healthy; one owed for STALL_AFTER is a stall, said once per want as a JSON log line and on\n" +
-			"mesh.events.stall, and counted by node on /metrics (mesh_pulses_owed, mesh_stalls). A bad variable\n" +
-			"exits 2, a lost bus 1.",
+			"want's fingerprint running healthy; one owed for STALL_AFTER is a stall, said once per want as a log line and on\n" +
+			"mesh.events.stall, and counted by node on /metrics (mesh_pulses_owed, mesh_stalls). It logs text lines\n" +
+			"on a terminal, JSON lines elsewhere; a bad variable exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env := settings.New(in.getenv)
@@ -93,7 +93,8 @@ func viewCommand(in invocation) *cobra.Command {
 		Use:   "view",
 		Short: "Say when a revision is delivered, and each module on each node moving, settled or stuck",
 		Long: "mesh view watches source.main, the registrations, the wants and the haves, and says each event once,\n" +
-			"as a JSON log line and on mesh.events.<kind> (delivered, moving, settled, stuck), until it is stopped.\n" +
+			"as a log line and on mesh.events.<kind> (delivered, moving, settled, stuck), until it is stopped. It logs\n" +
+			"text lines on a terminal, JSON lines elsewhere.\n" +
 			"What it said is kept on the bus (mesh_said), so a restarted view does not say it again. A bad variable\n" +
 			"exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,
