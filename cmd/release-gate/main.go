@@ -16,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
 	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
+	"github.com/JorisJonkers-dev/delivery/internal/podcallers"
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
@@ -129,11 +130,7 @@ func readSettings(getenv func(string) string) (gateSettings, error) {
 			ErrorRate: env.Share("OWN_TRAFFIC_ERROR_RATE", releasegate.DefaultOwnTraffic.ErrorRate),
 			Latency:   env.Duration("OWN_TRAFFIC_LATENCY", releasegate.DefaultOwnTraffic.Latency),
 		},
-		scraper: releasegate.ScraperIdentity{
-			Namespace:      getenv("METRICS_SCRAPER_NAMESPACE"),
-			Selector:       getenv("METRICS_SCRAPER_SELECTOR"),
-			ServiceAccount: getenv("METRICS_SCRAPER_SERVICE_ACCOUNT"),
-		},
+		scraper: podcallers.ScraperIdentityFrom(getenv),
 	}
 	s.leader = releasegate.LeaderSettings{
 		Namespace:     s.gateNamespace,

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/JorisJonkers-dev/delivery/internal/kubeclient"
+	"github.com/JorisJonkers-dev/delivery/internal/podcallers"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
@@ -21,9 +22,7 @@ var Variables = slices.Concat([]settings.Variable{
 		Meaning: "largest failed share of the own traffic that passes, from 0 to 1, where the inputs carry no errorRate"},
 	{Name: "OWN_TRAFFIC_LATENCY", Default: DefaultOwnTraffic.Latency.String(),
 		Meaning: "largest p95 of answered own requests that passes, where the inputs carry no latency"},
-	{Name: "METRICS_SCRAPER_NAMESPACE", Default: settings.Unset, Meaning: "namespace of the metrics stack's pods, the only callers /metrics answers"},
-	{Name: "METRICS_SCRAPER_SELECTOR", Default: settings.Unset, Meaning: "label selector of those pods (one that selects everything is refused)"},
-	{Name: "METRICS_SCRAPER_SERVICE_ACCOUNT", Default: settings.Unset, Meaning: "ServiceAccount those pods run under"},
+}, podcallers.ScrapeVariables, []settings.Variable{
 	{Name: "POD_NAME", Default: "the host name and a random suffix", Meaning: "this replica's name on the Lease, unique per replica"},
 	{Name: "LEADER_LEASE_DURATION", Default: DefaultLeader.LeaseDuration.String(), Meaning: "how long a Lease not renewed keeps the other replicas from the rounds"},
 	{Name: "LEADER_RENEW_DEADLINE", Default: DefaultLeader.RenewDeadline.String(), Meaning: "how long the leader tries to renew before it stops acting (under the lease duration)"},
