@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/watchman"
 	"github.com/JorisJonkers-dev/delivery/internal/server"
@@ -54,7 +54,7 @@ func watchmanCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "no bus", err)
 			}
 			defer closeBus()
-			teller, err := said.Open(ctx, b.JS, count, in.logger)
+			teller, err := dedup.Open(ctx, b.JS, count, in.logger)
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}

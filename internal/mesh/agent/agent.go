@@ -238,7 +238,7 @@ func (a *Agent) beat(ctx context.Context) {
 	}
 }
 
-// present writes, for each module registered on the node that it has said
+// present writes, for each module registered on the node that it has reported
 // nothing of, a have naming no fingerprint: the node is there and runs
 // nothing of it yet. A node is online, and can be a module's canary, only
 // once it has written a have.
@@ -254,9 +254,9 @@ func (a *Agent) present(ctx context.Context) {
 			continue
 		}
 		a.mu.Lock()
-		_, said := a.haves[r.Module]
+		_, reported := a.haves[r.Module]
 		a.mu.Unlock()
-		if !said {
+		if !reported {
 			a.writeHave(ctx, r.Module, bus.Have{Phase: bus.PhaseRunning, Health: bus.Unknown, Reason: "nothing runs yet"})
 		}
 	}

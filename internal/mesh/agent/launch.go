@@ -285,7 +285,7 @@ func (a *Agent) supervise(ctx context.Context, module string, version Running, d
 	go a.watchOver(ctx, r, module, version, doc, dir, healthy)
 }
 
-// told is what a supervisor's have last said of its process.
+// told is what a supervisor's have last reported of its process.
 type told int
 
 const (
@@ -298,11 +298,11 @@ func (a *Agent) watchOver(ctx context.Context, r *run, module string, version Ru
 	defer close(r.done)
 	tick := time.NewTicker(time.Duration(doc.Health.Interval))
 	defer tick.Stop()
-	// said is what the have last said of the process: healthy,
+	// reported is what the have last reported of the process: healthy,
 	// unhealthy, or ended.
-	said := toldUnhealthy
+	reported := toldUnhealthy
 	if healthy {
-		said = toldHealthy
+		reported = toldHealthy
 	}
 	crashes := 0
 	for {
@@ -330,7 +330,7 @@ func (a *Agent) watchOver(ctx context.Context, r *run, module string, version Ru
 			a.Logger.Warn("ended, started again after a wait", slog.String("module", module), slog.String("fingerprint", version.Fingerprint),
 				slog.String("why", why), slog.Duration("wait", wait))
 			a.amend(ctx, module, version, bus.Unhealthy, fmt.Sprintf("%s; started again in %s", why, wait), true)
-			said = toldEnded
+			reported = toldEnded
 			r.set(nil)
 			select {
 			case <-ctx.Done():
@@ -352,16 +352,16 @@ func (a *Agent) watchOver(ctx context.Context, r *run, module string, version Ru
 				continue // the next turn says it ended
 			}
 			switch {
-			case err == nil && said != toldHealthy:
+			case err == nil && reported != toldHealthy:
 				crashes = 0
 				a.markHealthy(module, version)
 				a.amend(ctx, module, version, bus.Healthy, "", false)
-				said = toldHealthy
+				reported = toldHealthy
 			case err == nil:
 				crashes = 0
-			case said != toldUnhealthy:
+			case reported != toldUnhealthy:
 				a.amend(ctx, module, version, bus.Unhealthy, err.Error(), false)
-				said = toldUnhealthy
+				reported = toldUnhealthy
 			}
 		}
 	}

@@ -57,8 +57,8 @@ func rulesWant(node, fingerprint string) bus.Want {
 	return bus.Want{Fingerprint: fingerprint, Digest: digest(node, "web", fingerprint), Owner: bus.OwnerRules, At: now.Add(-time.Hour)}
 }
 
-// said is the writes as "node=fingerprint" for web, in order.
-func said(writes []Write) string {
+// written is the writes as "node=fingerprint" for web, in order.
+func written(writes []Write) string {
 	var out []string
 	for _, w := range writes {
 		if w.Module != "web" {
@@ -340,8 +340,8 @@ func TestDecide(t *testing.T) {
 		in := estate()
 		c.change(&in)
 		got := Decide(in)
-		if said(got) != c.want {
-			t.Errorf("%s: wrote %q, want %q", c.what, said(got), c.want)
+		if written(got) != c.want {
+			t.Errorf("%s: wrote %q, want %q", c.what, written(got), c.want)
 		}
 		for _, w := range got {
 			if w.Want.Owner != bus.OwnerRules || !w.Want.At.Equal(now) || w.Want.Digest == "" {
@@ -366,11 +366,11 @@ func digestOf(in Input, w Write) string {
 func TestDecideIsIndependentOfOrder(t *testing.T) {
 	in := estate()
 	in.Builds = append(in.Builds, bus.Build{Module: "web", Fingerprint: "f0", State: bus.BuildDone, At: in.Builds[1].At})
-	first := said(Decide(in))
+	first := written(Decide(in))
 	slices.Reverse(in.Builds)
 	slices.Reverse(in.Registrations)
 	slices.Reverse(in.Compositions)
-	if again := said(Decide(in)); again != first || first != "n1=f2" {
+	if again := written(Decide(in)); again != first || first != "n1=f2" {
 		t.Fatalf("reordered input wrote %q, first %q; builds at one time are ordered by fingerprint", again, first)
 	}
 }

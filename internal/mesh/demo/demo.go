@@ -25,8 +25,8 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/watchman"
 )
@@ -194,7 +194,7 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 		stops = append(stops, a.Stop)
 	}
 	s.say("%d nodes, %v, each with its agent in a folder of its own; %s, the first by name, is the canary.", len(w.nodes), w.nodes, w.nodes[0])
-	if _, err := said.Open(ctx, js, 1, logger); err != nil {
+	if _, err := dedup.Open(ctx, js, 1, logger); err != nil {
 		return nil, nil, err
 	}
 	sb, _, err := partBus(grants.Assigner, "")
@@ -207,7 +207,7 @@ func (s Story) setUp(ctx context.Context) (_ *world, stop func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	teller, err := said.Open(ctx, gjs, 1, logger)
+	teller, err := dedup.Open(ctx, gjs, 1, logger)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants/grantstest"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 )
 
@@ -261,7 +261,7 @@ func TestEveryPartOpensTheBus(t *testing.T) {
 	if _, err := mesh.Composed(ctx, "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := said.Open(ctx, op.js, 1, nil); err != nil {
+	if _, err := dedup.Open(ctx, op.js, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := view.Sources(ctx, op.js, 1); err != nil {
@@ -278,9 +278,9 @@ func TestEveryPartOpensTheBus(t *testing.T) {
 		case grants.Agent:
 			_, err = opened.Composed(ctx, "n1")
 		case grants.Watchman:
-			_, err = said.Open(ctx, c.js, 1, nil)
+			_, err = dedup.Open(ctx, c.js, 1, nil)
 		case grants.View:
-			if _, err = said.Open(ctx, c.js, 1, nil); err == nil {
+			if _, err = dedup.Open(ctx, c.js, 1, nil); err == nil {
 				_, err = view.Sources(ctx, c.js, 1)
 			}
 		case grants.Source:

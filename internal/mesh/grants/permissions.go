@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 )
 
@@ -107,9 +107,9 @@ func For(p Part, node string) (Permissions, error) {
 			pub = append(pub, kvRead(bus.ModulesBucket, ">")...)
 			pub = append(pub, kvRead(view.SourcesBucket, ">")...)
 		}
-		pub = append(pub, kvRead(said.Bucket, ">")...)
-		pub = append(pub, kvWrite(said.Bucket, ">")...)
-		pub = append(pub, "$JS.API.STREAM.INFO."+said.EventsStream, said.EventsSubjects)
+		pub = append(pub, kvRead(dedup.Bucket, ">")...)
+		pub = append(pub, kvWrite(dedup.Bucket, ">")...)
+		pub = append(pub, "$JS.API.STREAM.INFO."+dedup.EventsStream, dedup.EventsSubjects)
 	case Source:
 		pub = append(pub, bind()...)
 		pub = append(pub, kvRead(view.SourcesBucket, ">")...)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/watchman"
 )
@@ -89,7 +89,7 @@ func BenchmarkViewAt1000NodesBy50Modules(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	teller, err := said.Open(ctx, js, 1, logger)
+	teller, err := dedup.Open(ctx, js, 1, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func BenchmarkViewAt1000NodesBy50Modules(b *testing.B) {
 		start := time.Now()
 		go func() { _ = v.Run(ctx, 15*time.Second) }()
 		go func() { _ = guard.Run(ctx, 15*time.Second) }()
-		events, err := js.Stream(ctx, said.EventsStream)
+		events, err := js.Stream(ctx, dedup.EventsStream)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 )
 
 // DefaultStuckAfter is STUCK_AFTER's default: how long a module on a node
@@ -200,9 +200,9 @@ type Event struct {
 
 // ID is what makes the event once: per revision, or per place at one
 // composition and kind.
-func (e Event) ID() string { return said.ID(e) }
+func (e Event) ID() string { return dedup.ID(e) }
 
-// Kind is the event's kind, for its subject (said.Event).
+// Kind is the event's kind, for its subject (dedup.Event).
 func (e Event) Kind() string { return string(e.What) }
 
 // Names make it once: the revision, or the node, module and composition.

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 )
 
 // View watches the wants, the haves and source.main, and says each event
@@ -23,7 +23,7 @@ type View struct {
 	JS         jetstream.JetStream
 	Bus        *bus.Bus
 	Sources    jetstream.KeyValue
-	Teller     *said.Teller
+	Teller     *dedup.Teller
 	StuckAfter time.Duration
 	// OnlineWindow is the assigner's: a node with no have this recent is
 	// offline, and a revision is delivered without it.
@@ -74,7 +74,7 @@ func Open(ctx context.Context, js jetstream.JetStream, b *bus.Bus, replicas int,
 	if err != nil {
 		return nil, err
 	}
-	teller, err := said.Open(ctx, js, replicas, logger)
+	teller, err := dedup.Open(ctx, js, replicas, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/view"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -80,7 +80,7 @@ func (w *world) tell(v *view.View) []string {
 func (w *world) published() []view.Event {
 	w.t.Helper()
 	ctx := context.Background()
-	s, err := w.js.Stream(ctx, said.EventsStream)
+	s, err := w.js.Stream(ctx, dedup.EventsStream)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestAClaimLeftPendingIsSaidOnce(t *testing.T) {
 	if _, err := w.js.Publish(context.Background(), "mesh.events.stuck", body, jetstream.WithMsgID(e.ID())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Teller.Said.Create(context.Background(), "stuck.n1.web."+strings.TrimPrefix(dB, "sha256:"), []byte("pending")); err != nil {
+	if _, err := v.Teller.Claims.Create(context.Background(), "stuck.n1.web."+strings.TrimPrefix(dB, "sha256:"), []byte("pending")); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.tell(v); len(got) != 0 {
@@ -284,12 +284,12 @@ func TestDeliveredWaitsForEveryRegisteredNode(t *testing.T) {
 func TestTheSaidRecordsExpire(t *testing.T) {
 	w := newWorld(t)
 	v := w.view(t0)
-	status, err := v.Teller.Said.Status(context.Background())
+	status, err := v.Teller.Claims.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.TTL() != said.Kept {
-		t.Fatalf("the said bucket keeps its records %s, not %s", status.TTL(), said.Kept)
+	if status.TTL() != dedup.Kept {
+		t.Fatalf("the said bucket keeps its records %s, not %s", status.TTL(), dedup.Kept)
 	}
 }
 

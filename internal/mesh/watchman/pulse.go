@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 )
 
 // DefaultStallAfter is STALL_AFTER's default.
@@ -56,7 +56,7 @@ type Stall struct {
 	WantedAt    time.Time `json:"wantedAt"`
 }
 
-var _ said.Event = Stall{}
+var _ dedup.Event = Stall{}
 
 // Kind is "stall": mesh.events.stall.
 func (Stall) Kind() string { return "stall" }

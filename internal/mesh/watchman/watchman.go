@@ -10,14 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 )
 
 // Watchman looks at the wants and haves on every change and every tick,
 // says each new stall once, and keeps its gauges.
 type Watchman struct {
 	Bus        *bus.Bus
-	Teller     *said.Teller
+	Teller     *dedup.Teller
 	StallAfter time.Duration
 	Now        func() time.Time
 	Logger     *slog.Logger
@@ -26,7 +26,7 @@ type Watchman struct {
 }
 
 // New is a watchman over an open bus, its gauges registered on reg.
-func New(b *bus.Bus, teller *said.Teller, reg prometheus.Registerer, logger *slog.Logger) (*Watchman, error) {
+func New(b *bus.Bus, teller *dedup.Teller, reg prometheus.Registerer, logger *slog.Logger) (*Watchman, error) {
 	w := &Watchman{Bus: b, Teller: teller, StallAfter: DefaultStallAfter, Now: time.Now, Logger: logger,
 		owed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mesh_pulses_owed",
 			Help: "Wants a node's agent has not answered with a have of their fingerprint, by node."}, []string{"node"}),

@@ -12,7 +12,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/said"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/dedup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/watchman"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -68,7 +68,7 @@ func TestAStallIsSaidOnceAndCounted(t *testing.T) {
 	ctx := context.Background()
 	logs := &testenv.LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	teller, err := said.Open(ctx, b.JS, 1, logger)
+	teller, err := dedup.Open(ctx, b.JS, 1, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
-// Package said tells the mesh's events once. An event is claimed in the
-// mesh_said bucket before it is published on mesh.events.<kind> with its id
-// as the message id, and marked said after: two tellers, or one restarted
-// between publishing and remembering, say it once, as the stream drops a
-// repeat of an id. The view and the watchman tell through it.
-package said
+// Package dedup publishes the mesh's events exactly once. An event is
+// claimed in the mesh_said bucket before it is published on
+// mesh.events.<kind> with its id as the message id, and marked done after:
+// two publishers, or one restarted between publishing and remembering,
+// publish it once, as the stream deduplicates a repeat of an id. The view and
+// the watchman publish through it. The bucket keeps its stored name.
+package dedup
 
 import (
 	"context"
@@ -19,7 +20,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 )
 
-// The bucket of what was said, and the stream the events are kept in.
+// The bucket of what was published, and the stream the events are kept in.
 const (
 	Bucket         = "mesh_said"
 	EventsStream   = "mesh_events"
@@ -28,11 +29,11 @@ const (
 
 // Kept is how long an event's record and the event itself are kept: the
 // record expires with the stream's own copy, so the bucket does not grow
-// without end. A place unchanged for longer may be said once more.
+// without end. A place unchanged for longer may be published once more.
 const Kept = 30 * 24 * time.Hour
 
-// The values a said-key holds: claimed and about to be published, or
-// published and acknowledged.
+// The values a key of the bucket holds: claimed and about to be published,
+// or published and acknowledged (stored as "said", a value kept as written).
 const (
 	pending = "pending"
 	done    = "said"
@@ -52,7 +53,7 @@ type Event interface {
 // ID is an event's id: its kind and names, joined by slashes.
 func ID(e Event) string { return strings.Join(append([]string{e.Kind()}, e.Names()...), "/") }
 
-// Key is an event's key in the said bucket. A digest's name is its hex
+// Key is an event's key in the bucket. A digest's name is its hex
 // alone, so the key stays within the bus's 64 bytes a name.
 func Key(e Event) (string, error) {
 	tokens := []string{e.Kind()}
@@ -69,22 +70,22 @@ func Key(e Event) (string, error) {
 // Teller says events once.
 type Teller struct {
 	JS     jetstream.JetStream
-	Said   jetstream.KeyValue
+	Claims jetstream.KeyValue
 	Logger *slog.Logger
 
-	// known is every key this teller knows said, and since when, so an
-	// event said before costs no round trip; Load fills it from the bucket
+	// known is every key this teller knows published, and since when, so an
+	// event published before costs no round trip; Load fills it from the bucket
 	// at once. Keys older than Kept are swept, as the bucket expires them.
 	mu      sync.Mutex
 	known   map[string]time.Time
 	sweepAt int
 }
 
-// Load reads every record of an event said into memory, in one watch of
+// Load reads every record of an event published into memory, in one watch of
 // the bucket: a restarted teller then says nothing again without asking
 // the bus event by event.
 func (t *Teller) Load(ctx context.Context) error {
-	entries, err := bus.ReadAll(ctx, t.Said)
+	entries, err := bus.ReadAll(ctx, t.Claims)
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func (t *Teller) Load(ctx context.Context) error {
 	return nil
 }
 
-// Known is whether e is known said, without asking the bus.
+// Known is whether e is known published, without asking the bus.
 func (t *Teller) Known(e Event) bool {
 	key, err := Key(e)
 	if err != nil {
@@ -127,7 +128,7 @@ func (t *Teller) remember(key string) {
 	t.sweepAt = max(2*len(t.known), 1<<16)
 }
 
-// Open makes the said bucket and the events stream where they are not.
+// Open makes the bucket and the events stream where they are not.
 func Open(ctx context.Context, js jetstream.JetStream, replicas int, logger *slog.Logger) (*Teller, error) {
 	kv, err := bus.OpenKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: Bucket, Description: "each event the mesh said, by its id", Replicas: max(replicas, 1), TTL: Kept,
@@ -141,11 +142,11 @@ func Open(ctx context.Context, js jetstream.JetStream, replicas int, logger *slo
 	}); err != nil {
 		return nil, fmt.Errorf("open the stream %s: %w", EventsStream, err)
 	}
-	return &Teller{JS: js, Said: kv, Logger: logger}, nil
+	return &Teller{JS: js, Claims: kv, Logger: logger}, nil
 }
 
-// Tell says e unless it was said, publishing body; it answers whether it
-// said it now. A claim left pending is published again, and the stream
+// Tell publishes e with body unless it was published before; it answers
+// whether it published it now. A claim left pending is published again, and the stream
 // drops the repeat.
 func (t *Teller) Tell(ctx context.Context, e Event, body any) (bool, error) {
 	key, err := Key(e)
@@ -155,9 +156,9 @@ func (t *Teller) Tell(ctx context.Context, e Event, body any) (bool, error) {
 	if t.Known(e) {
 		return false, nil
 	}
-	revision, err := t.Said.Create(ctx, key, []byte(pending))
+	revision, err := t.Claims.Create(ctx, key, []byte(pending))
 	if bus.IsConflict(err) {
-		entry, gerr := t.Said.Get(ctx, key)
+		entry, gerr := t.Claims.Get(ctx, key)
 		if gerr != nil {
 			return false, fmt.Errorf("read %s: %w", key, gerr)
 		}
@@ -178,7 +179,7 @@ func (t *Teller) Tell(ctx context.Context, e Event, body any) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("publish %s: %w", ID(e), err)
 	}
-	if _, err := t.Said.Update(ctx, key, []byte(done), revision); err != nil && !bus.IsConflict(err) {
+	if _, err := t.Claims.Update(ctx, key, []byte(done), revision); err != nil && !bus.IsConflict(err) {
 		return false, fmt.Errorf("remember %s: %w", key, err)
 	}
 	t.remember(key)
