@@ -11,21 +11,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/backupworker"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
 // The node's variables.
 var (
-	nodeName   = settings.Variable{Name: "NODE_NAME", Default: settings.Required, Meaning: "the node this agent or seat is: its wants, its bucket composed-<node>, its haves"}
+	nodeName   = settings.Variable{Name: "NODE_NAME", Default: settings.Required, Meaning: "the node this agent or backup worker is: its wants, its bucket composed-<node>, its haves"}
 	meshRoot   = settings.Variable{Name: "MESH_ROOT", Default: "/var/lib/mesh", Meaning: "where the agent lays its modules down: a folder per module, its versions and the link current"}
 	stopGrace  = settings.Variable{Name: "STOP_GRACE", Default: "10s", Meaning: "how long a module has between SIGTERM and SIGKILL when it is stopped"}
 	healthFor  = settings.Variable{Name: "HEALTH_WITHIN", Default: "1m", Meaning: "how long a started version has to pass its health check before the agent goes back to the version that last ran healthy"}
 	keepCount  = settings.Variable{Name: "KEEP_RELEASES", Default: "3", Meaning: "how many versions of a module stay laid down under releases/, the newest, besides what runs and what last ran healthy"}
 	backupDir  = settings.Variable{Name: "BACKUP_DIR", Default: "/var/backups/mesh", Meaning: "the node's backup folder: a claim per module below it"}
-	backupWait = settings.Variable{Name: "BACKUP_WITHIN", Default: "10m", Meaning: "how long the agent waits for the seat's backup before it does not apply"}
+	backupWait = settings.Variable{Name: "BACKUP_WITHIN", Default: "10m", Meaning: "how long the agent waits for the backup worker's backup before it does not apply"}
 )
 
 func agentCommand(in invocation) *cobra.Command {
@@ -34,7 +34,7 @@ func agentCommand(in invocation) *cobra.Command {
 		Short: "Run this node's modules as its wants name them, applying only what it is signed to",
 		Long: "mesh agent watches its node's wants and its bucket composed-<node> and, one module at a time, applies a\n" +
 			"want only when the composition it names is there and verifies against MESH_TRUSTED_KEYS, backing a\n" +
-			"module that holds data up through the node's seat first; anything else is refused with a have saying\n" +
+			"module that holds data up through the node's backup worker first; anything else is refused with a have saying\n" +
 			"why. It checks each module's health every interval of its check and starts a module whose process\n" +
 			"ended in failure again after 1 s, doubled to 30 s; a version that does not pass its check within\n" +
 			"HEALTH_WITHIN goes back to the version that last ran healthy (rolled-back).\n" +
@@ -78,7 +78,7 @@ func agentCommand(in invocation) *cobra.Command {
 			}
 			a := &agent.Agent{Node: node, Trust: trust, Layout: agent.Layout{Root: root},
 				Open: func(ctx context.Context) (*bus.Bus, error) { return bus.Open(ctx, js, opts) }, Back: back,
-				Backup: seat.Client{Node: node, Conn: nc, Within: wait},
+				Backup: backupworker.Client{Node: node, Conn: nc, Within: wait},
 				Grace:  grace, HealthWithin: within, Keep: keep, Output: in.stderr, Logger: in.logger, Now: in.now}
 			ctx := cmd.Context()
 			in.logger.Info("mesh agent started", slog.String("node", node), slog.String("root", root), slog.Any("trustedKeys", trust.KeyIDs()))
@@ -109,7 +109,7 @@ func backupSeatCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "bad configuration", err)
 			}
 			ctx := cmd.Context()
-			// The seat only answers its node's asks: it opens no bucket, which
+			// The backup worker only answers its node's asks: it opens no bucket, which
 			// its own credential would not allow.
 			url, cred, _, err := busSettings(in.getenv)
 			if err != nil {
@@ -124,7 +124,7 @@ func backupSeatCommand(in invocation) *cobra.Command {
 			}
 			reportRefusals(in, nc)
 			defer nc.Close()
-			s := &seat.Seat{Node: node, Dir: dir, Conn: nc, Now: in.now, Logger: in.logger}
+			s := &backupworker.Worker{Node: node, Dir: dir, Conn: nc, Now: in.now, Logger: in.logger}
 			in.logger.Info("mesh backup seat started", slog.String("node", node), slog.String("dir", dir))
 			if err := s.Run(ctx); err != nil && !errors.Is(err, ctx.Err()) {
 				return fail(in, 1, "the seat stopped", err)

@@ -35,9 +35,9 @@ var services = map[string]string{
 // allowed are the imports of another service's package that are that
 // service's own doing, each with why.
 var allowed = map[[2]string]string{
-	// The node's backup seat answers with backup's files method, run in
+	// The node's backup worker answers with backup's files method, run in
 	// the mesh agent's process on the node.
-	{"internal/mesh/seat", "internal/backup"}: "the seat runs backup's files method",
+	{"internal/mesh/backupworker", "internal/backup"}: "the backup worker runs backup's files method",
 }
 
 // serviceOf is the service a package belongs to, and the folder that says

@@ -28,7 +28,7 @@ type Opener interface {
 	OpenFor(ctx context.Context, envelope []byte, node, module, fingerprint string) (composition.Document, error)
 }
 
-// Backup asks the node's backup seat for a backup of a module's data
+// Backup asks the node's backup worker for a backup of a module's data
 // directory and waits for its end.
 type Backup interface {
 	BackUp(ctx context.Context, module, dataDir string) error
@@ -51,7 +51,7 @@ type Agent struct {
 	Backoff Backoff
 	Trust   Opener
 	Layout  Layout
-	// Backup is the node's backup seat; nil, a module that holds data is
+	// Backup is the node's backup worker; nil, a module that holds data is
 	// never applied.
 	Backup Backup
 	// Grace is how long a stopped module has between SIGTERM and SIGKILL.

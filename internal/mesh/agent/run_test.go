@@ -19,10 +19,10 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/backup"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/backupworker"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
@@ -87,7 +87,7 @@ func newNode(t testing.TB) *node {
 // modules are stopped then.
 func (n *node) start(tune ...func(*agent.Agent)) *agent.Agent { return n.startWith(nil, tune...) }
 
-// startWith is start with a backup seat, the agent tuned as the test says.
+// startWith is start with a backup worker, the agent tuned as the test says.
 func (n *node) startWith(backup agent.Backup, tune ...func(*agent.Agent)) *agent.Agent {
 	n.t.Helper()
 	a := &agent.Agent{Backup: backup, Heartbeat: n.heartbeat, Node: "n1", Bus: n.bus, Trust: n.trust, Layout: agent.Layout{Root: n.root}, Grace: 2 * time.Second,
@@ -122,17 +122,17 @@ func (n *node) end(a *agent.Agent) { n.ends[a]() }
 // leave stops an agent alone: its modules run on, as after its upgrade.
 func (n *node) leave(a *agent.Agent) { n.leaves[a]() }
 
-// seat runs the node's backup seat into dir until the test ends.
-func (n *node) seat(dir string) {
+// backupWorker runs the node's backup worker into dir until the test ends.
+func (n *node) backupWorker(dir string) {
 	n.t.Helper()
-	s := &seat.Seat{Node: "n1", Dir: dir, Conn: n.bus.JS.Conn(), Now: time.Now, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
+	s := &backupworker.Worker{Node: "n1", Dir: dir, Conn: n.bus.JS.Conn(), Now: time.Now, Logger: slog.New(slog.NewJSONHandler(n.logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	n.t.Cleanup(func() {
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
-			n.t.Errorf("the seat ended with %v", err)
+			n.t.Errorf("the backup worker ended with %v", err)
 		}
 	})
 }
@@ -311,7 +311,7 @@ func TestARestartedAgentReadsWhatRunsFromDisk(t *testing.T) {
 	}
 }
 
-// TestADataModuleIsBackedUpBeforeItIsApplied: with no seat a module that
+// TestADataModuleIsBackedUpBeforeItIsApplied: with no backup worker a module that
 // holds data is not applied; with one, each apply waits for a backup of
 // the data the version before wrote, and that generation restores.
 func TestADataModuleIsBackedUpBeforeItIsApplied(t *testing.T) {
@@ -327,8 +327,8 @@ func TestADataModuleIsBackedUpBeforeItIsApplied(t *testing.T) {
 
 	nc := n.bus.JS.Conn()
 	backups := t.TempDir()
-	n.seat(backups)
-	n.startWith(seat.Client{Node: "n1", Conn: nc, Within: 30 * time.Second})
+	n.backupWorker(backups)
+	n.startWith(backupworker.Client{Node: "n1", Conn: nc, Within: 30 * time.Second})
 	n.have("f1 running healthy", running("f1"))
 	d2, _ := n.composeDoc(n.signer, "f2", nil, true)
 	n.want("f2", d2)
@@ -365,22 +365,22 @@ func TestAHaveIsWrittenAgainAsAHeartbeat(t *testing.T) {
 	}
 }
 
-// TestABackupTheSeatDidNotAnswerIsAskedAgain: with no seat listening yet
+// TestABackupTheWorkerDidNotAnswerIsAskedAgain: with no backup worker listening yet
 // the apply fails for want of an answer, and, with nothing changed on the
-// bus, is tried again with the backoff until the seat is there.
-func TestABackupTheSeatDidNotAnswerIsAskedAgain(t *testing.T) {
+// bus, is tried again with the backoff until the worker is there.
+func TestABackupTheWorkerDidNotAnswerIsAskedAgain(t *testing.T) {
 	n := newNode(t)
 	d1, _ := n.composeDoc(n.signer, "f1", nil, true)
 	n.want("f1", d1)
 	nc := n.bus.JS.Conn()
-	n.startWith(seat.Client{Node: "n1", Conn: nc, Within: 5 * time.Second}, func(a *agent.Agent) {
+	n.startWith(backupworker.Client{Node: "n1", Conn: nc, Within: 5 * time.Second}, func(a *agent.Agent) {
 		a.Tick = time.Hour // only the backoff can try again
 		a.Backoff = agent.Backoff{First: 100 * time.Millisecond, Most: 400 * time.Millisecond}
 	})
-	h := n.have("failed for want of the seat's answer", func(h bus.Have) bool { return h.Phase == bus.PhaseFailed })
+	h := n.have("failed for want of the worker's answer", func(h bus.Have) bool { return h.Phase == bus.PhaseFailed })
 	if !strings.Contains(h.Reason, "no responders") {
 		t.Fatalf("have %+v", h)
 	}
-	n.seat(t.TempDir())
-	n.have("f1 running healthy once the seat answers", running("f1"))
+	n.backupWorker(t.TempDir())
+	n.have("f1 running healthy once the worker answers", running("f1"))
 }

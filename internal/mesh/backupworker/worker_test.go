@@ -1,4 +1,4 @@
-package seat_test
+package backupworker_test
 
 import (
 	"context"
@@ -13,16 +13,16 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/backup"
+	"github.com/JorisJonkers-dev/delivery/internal/mesh/backupworker"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus/bustest"
-	"github.com/JorisJonkers-dev/delivery/internal/mesh/seat"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
-// TestASeatBacksUpAndTheGenerationRestores: the agent's ask is answered
+// TestAWorkerBacksUpAndTheGenerationRestores: the agent's ask is answered
 // once the files method wrote a generation of the data directory, its
 // SQLite database copied consistently, and that generation restores.
-func TestASeatBacksUpAndTheGenerationRestores(t *testing.T) {
+func TestAWorkerBacksUpAndTheGenerationRestores(t *testing.T) {
 	nc, _ := bustest.Connect(t, bustest.Embedded(t))
 	data := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
@@ -36,19 +36,19 @@ func TestASeatBacksUpAndTheGenerationRestores(t *testing.T) {
 	}
 	dir := t.TempDir()
 	logs := &testenv.LogBuffer{}
-	s := &seat.Seat{Node: "n1", Dir: dir, Conn: nc, Now: time.Now, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	s := &backupworker.Worker{Node: "n1", Dir: dir, Conn: nc, Now: time.Now, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("the seat ended with %v", err)
+			t.Errorf("the worker ended with %v", err)
 		}
 	}()
-	client := seat.Client{Node: "n1", Conn: nc, Within: 30 * time.Second}
-	// The seat may not have subscribed yet: the first ask can find no one.
-	wait.Poll{Within: 10 * time.Second, Detail: logs}.Until(t, "the seat answering", func() (bool, string) {
+	client := backupworker.Client{Node: "n1", Conn: nc, Within: 30 * time.Second}
+	// The worker may not have subscribed yet: the first ask can find no one.
+	wait.Poll{Within: 10 * time.Second, Detail: logs}.Until(t, "the worker answering", func() (bool, string) {
 		err := client.BackUp(context.Background(), "notes/db", data)
 		if err != nil && !strings.Contains(err.Error(), "no responders") {
 			t.Fatalf("backup: %v\n%s", err, logs)
@@ -79,7 +79,7 @@ func FuzzDecodeAsk(f *testing.F) {
 	f.Add([]byte(`{"module":"web","dataDir":"../etc"}`))
 	f.Add([]byte(`{"module":"","dataDir":"/x"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		ask, err := seat.DecodeAsk(raw)
+		ask, err := backupworker.DecodeAsk(raw)
 		if err != nil {
 			return
 		}

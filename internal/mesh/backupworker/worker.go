@@ -1,9 +1,11 @@
-// Package seat is a node's backup seat: it answers the node agent's asks
-// for a backup of a module's data directory, on mesh.backup.<node>, by
-// running this product's files backup method (SQLite databases copied
-// consistently) into the node's backup folder, and says how it ended. The
-// agent applies a module that holds data only once the seat has said done.
-package seat
+// Package backupworker is a node's backup worker: it answers the node
+// agent's asks for a backup of a module's data directory, on
+// mesh.backup.<node>, by running this product's files backup method (SQLite
+// databases copied consistently) into the node's backup folder, and says how
+// it ended. The agent applies a module that holds data only once the worker
+// has answered done. Its command, its credential and its queue group keep the
+// published name backup-seat.
+package backupworker
 
 import (
 	"context"
@@ -21,7 +23,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 )
 
-// Subject is where node's seat is asked.
+// Subject is where node's backup worker is asked.
 func Subject(node string) (string, error) {
 	token, err := bus.EncodeName(node)
 	if err != nil {
@@ -30,7 +32,7 @@ func Subject(node string) (string, error) {
 	return "mesh.backup." + token, nil
 }
 
-// Ask is one ask of the seat.
+// Ask is one ask of the worker.
 type Ask struct {
 	Module string `json:"module"`
 	// DataDir is the absolute folder to back up.
@@ -44,11 +46,11 @@ type Answer struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// Retain is how many generations of each module the seat keeps.
+// Retain is how many generations of each module the worker keeps.
 const Retain = 3
 
-// Seat answers its node's asks.
-type Seat struct {
+// Worker answers its node's asks.
+type Worker struct {
 	Node string
 	// Dir is the node's backup folder: a claim per module below it.
 	Dir    string
@@ -58,12 +60,14 @@ type Seat struct {
 }
 
 // Run answers asks, one at a time, until ctx ends.
-func (s *Seat) Run(ctx context.Context) error {
+func (s *Worker) Run(ctx context.Context) error {
 	subject, err := Subject(s.Node)
 	if err != nil {
 		return err
 	}
 	asks := make(chan *nats.Msg, 16)
+	// The queue group keeps its published name, so workers of two versions
+	// share the asks during an upgrade.
 	sub, err := s.Conn.ChanQueueSubscribe(subject, "seat", asks)
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", subject, err)
@@ -99,7 +103,7 @@ func DecodeAsk(raw []byte) (Ask, error) {
 	return ask, nil
 }
 
-func (s *Seat) backUp(ctx context.Context, raw []byte) Answer {
+func (s *Worker) backUp(ctx context.Context, raw []byte) Answer {
 	ask, err := DecodeAsk(raw)
 	if err != nil {
 		return Answer{Error: err.Error()}
@@ -124,7 +128,7 @@ func (s *Seat) backUp(ctx context.Context, raw []byte) Answer {
 	return Answer{Generation: result.Generation.Name(), Path: result.Path}
 }
 
-// Client asks node's seat from the agent.
+// Client asks node's backup worker from the agent.
 type Client struct {
 	Node string
 	Conn *nats.Conn
