@@ -39,7 +39,7 @@ images:
 ## release: publish a release (VERSION=v1.2.0 REGISTRY=ghcr.io/org/delivery COSIGN_KEY=cosign.key): every image for amd64 and arm64, signed, with SBOMs, and the manifests as a signed Flux OCI artifact (docs/releasing.md)
 .PHONY: release
 release:
-	VERSION=$(VERSION) RELEASE_COMMIT=$(COMMIT) $(GO) run ./tools/release
+	VERSION=$(VERSION) RELEASE_COMMIT=$(COMMIT) SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} $(GO) run ./tools/release
 
 ## test-deps: install the packages and build the servers the tests start
 test-deps:

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -49,6 +50,7 @@ var service = cli.Service{
 		{Name: "RELEASE_DIR", Default: "bin/release", Meaning: "where digests.txt, sbom/<image>.spdx.json and cosign.pub are written"},
 		{Name: "RELEASE_COMMIT", Default: "Go's record", Meaning: "the commit the binaries say and the artifact's revision names"},
 		{Name: "RELEASE_INSECURE", Default: "false", Meaning: "speak plain HTTP to REGISTRY: a loopback registry only"},
+		{Name: "SOURCE_DATE_EPOCH", Default: "now", Meaning: "the SBOMs' and the artifact's creation time, seconds since 1970 (make passes the commit's), so a release is made again byte for byte"},
 		{Name: "IMAGES_CA_CERTIFICATES", Default: ociimage.CACertificates, Meaning: "the CA bundle the images carry"},
 	},
 }
@@ -73,8 +75,17 @@ func release(ctx context.Context, env cli.Env) error {
 	keyFile := s.String("COSIGN_KEY", "")
 	ca := s.String("IMAGES_CA_CERTIFICATES", ociimage.CACertificates)
 	insecure := s.String("RELEASE_INSECURE", "false")
+	epoch := s.String("SOURCE_DATE_EPOCH", "")
 	if err := s.Err(); err != nil {
 		return cli.BadSetting(err)
+	}
+	if epoch != "" {
+		seconds, err := strconv.ParseInt(epoch, 10, 64)
+		if err != nil || seconds < 0 {
+			return cli.BadSetting(fmt.Errorf("SOURCE_DATE_EPOCH %q is no count of seconds since 1970", epoch))
+		}
+		created := time.Unix(seconds, 0).UTC()
+		plan.Now = func() time.Time { return created }
 	}
 	var err error
 	if plan.Insecure, err = strconv.ParseBool(insecure); err != nil {

@@ -56,6 +56,7 @@ func TestABadSettingStopsTheReleaseBeforeAnythingIsBuilt(t *testing.T) {
 		{"a public key", map[string]string{"COSIGN_KEY": writeFile(t, dir, "cosign.pub", kb.PublicBytes)}, "COSIGN_KEY"},
 		{"a signing that is neither", map[string]string{"RELEASE_SIGNING": "keyless"}, "RELEASE_SIGNING"},
 		{"insecure that is no boolean", map[string]string{"RELEASE_INSECURE": "maybe"}, "RELEASE_INSECURE"},
+		{"a creation time that is no number", map[string]string{"SOURCE_DATE_EPOCH": "yesterday"}, "SOURCE_DATE_EPOCH"},
 		{"no CA bundle", map[string]string{"IMAGES_CA_CERTIFICATES": filepath.Join(dir, "none.crt")}, "IMAGES_CA_CERTIFICATES"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
