@@ -92,7 +92,7 @@ func clusterDial(target string) DialFunc {
 	}
 }
 
-func (m *member) prober(opts ...Option) *Prober {
+func (m *member) sender(opts ...Option) *Sender {
 	return New(append([]Option{WithDial(clusterDial(m.srv.Listener.Addr().String()))}, opts...)...)
 }
 

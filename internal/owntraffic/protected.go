@@ -10,7 +10,7 @@ import (
 // sign-in protects must not be served to anyone. A path that CheckPath
 // refuses or a base that is not an http origin is an error before any
 // request; so is ctx ending first.
-func (p *Prober) Protected(ctx context.Context, base, process, path string) (Verdict, error) {
+func (p *Sender) Protected(ctx context.Context, base, process, path string) (Verdict, error) {
 	origin, err := checkBase(base)
 	if err != nil {
 		return Verdict{}, err

@@ -24,7 +24,7 @@ func TestProtected(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
-	p := m.prober(WithRequestTimeout(100 * time.Millisecond))
+	p := m.sender(WithRequestTimeout(100 * time.Millisecond))
 	cases := []struct {
 		path   string
 		pass   bool

@@ -35,17 +35,17 @@ func (t Traffic) FailedShare() float64 {
 }
 
 // OwnTraffic requests every path at base (see CanaryBase) once per round,
-// Rounds times over, with at most the Prober's concurrency in flight, and
+// Rounds times over, with at most the Sender's concurrency in flight, and
 // sums up what the requests met. Paths repeated in the list are requested
 // once per round. A path that CheckPath refuses, a base that is not an http
 // origin or more than MaxPaths+1 paths are an error before any request; so is
 // ctx ending before every request was made or answered, since the asker has
-// gone and the figures are partial. The Prober's budget ending first is the
+// gone and the figures are partial. The Sender's budget ending first is the
 // copy's doing: the requests it cut, made or not, count as unanswered, and
 // the figures say so. With no path nothing is requested and Judge says no;
 // a member the Canary hands no path is the caller's to hold to its pods
 // alone.
-func (p *Prober) OwnTraffic(ctx context.Context, base string, paths []string) (Traffic, error) {
+func (p *Sender) OwnTraffic(ctx context.Context, base string, paths []string) (Traffic, error) {
 	origin, err := checkBase(base)
 	if err != nil {
 		return Traffic{}, err

@@ -481,10 +481,10 @@ func serve(t testing.TB, cfg *rest.Config, flaggerNS string) *running {
 	return serveWith(t, cfg, flaggerNS, nil)
 }
 
-// serveWith is serve with the gate's own requests made by prober, when not
+// serveWith is serve with the gate's own requests made by sender, when not
 // nil. It returns once the gate's watch has listed Flagger's pods, or has
 // been refused the list.
-func serveWith(t testing.TB, cfg *rest.Config, flaggerNS string, prober releasegate.Prober) *running {
+func serveWith(t testing.TB, cfg *rest.Config, flaggerNS string, sender releasegate.TrafficSender) *running {
 	t.Helper()
 	kube, err := releasegate.NewKube(cfg)
 	if err != nil {
@@ -503,7 +503,7 @@ func serveWith(t testing.TB, cfg *rest.Config, flaggerNS string, prober releaseg
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate.UseProber(prober)
+	gate.UseTrafficSender(sender)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

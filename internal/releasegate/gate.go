@@ -50,7 +50,7 @@ type Gate struct {
 	logger  *slog.Logger
 	notes   notes
 	reached atomic.Bool
-	prober  Prober
+	sender  TrafficSender
 }
 
 // Config is what a gate is set to: who may ask, where its records are, and
@@ -93,7 +93,7 @@ func New(cluster Cluster, callers Callers, cfg Config, logger *slog.Logger) (*Ga
 	return &Gate{
 		cluster: cluster, callers: callers, config: cfg, logger: logger,
 		notes:  notes{asked: map[memberKey]string{}},
-		prober: owntraffic.New(owntraffic.WithBudget(OwnTrafficBudget)),
+		sender: owntraffic.New(owntraffic.WithBudget(OwnTrafficBudget)),
 	}, nil
 }
 

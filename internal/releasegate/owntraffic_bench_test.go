@@ -24,7 +24,7 @@ func BenchmarkChecksOwnTraffic(b *testing.B) {
 	flaggerNS := cp.Namespace(b)
 	flaggerPod(b, cp, flaggerNS, "flagger-0", flagger)
 	services := newCanaryServices()
-	gate := serveProbing(b, grant(b, cp), flaggerNS, services, owntraffic.WithRequestTimeout(owntraffic.DefaultRequestTimeout))
+	gate := serveWithOwnTraffic(b, grant(b, cp), flaggerNS, services, owntraffic.WithRequestTimeout(owntraffic.DefaultRequestTimeout))
 	copySrv := newCopyServer(b, func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(serverTime)
 		_, _ = w.Write([]byte("ok"))
@@ -42,7 +42,7 @@ func BenchmarkChecksOwnTraffic(b *testing.B) {
 			a.member("auth-api").paths = "[" + strings.Join(paths, ",") + "]"
 			checked["auth-api"] = true
 		}
-		a.inputs = probedInputs(a, checked, `,"errorRate":0.05,"latency":"500ms"`)
+		a.inputs = checkedInputs(a, checked, `,"errorRate":0.05,"latency":"500ms"`)
 		a.apply(b, cp)
 		services.route(ns, "auth-api", copySrv.srv.Listener.Addr().String())
 	}

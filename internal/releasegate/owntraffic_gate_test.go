@@ -22,7 +22,7 @@ import (
 const testRequestTimeout = 400 * time.Millisecond
 
 // canaryServices maps Canary service names to loopback servers: the dial seam
-// of the gate's prober in tests. A name it does not know is refused, and
+// of the gate's sender in tests. A name it does not know is refused, and
 // every dial is counted, so a test can prove no request was made.
 type canaryServices struct {
 	mu     sync.Mutex
@@ -118,16 +118,16 @@ func refusedAddr(t testing.TB) string {
 	return addr
 }
 
-// serveProbing is serve with the gate's prober reaching services through
-// the dial seam; the prober is set before the gate serves.
-func serveProbing(t testing.TB, cfg *rest.Config, flaggerNS string, services *canaryServices, opts ...owntraffic.Option) *running {
+// serveWithOwnTraffic is serve with the gate's sender reaching services through
+// the dial seam; the sender is set before the gate serves.
+func serveWithOwnTraffic(t testing.TB, cfg *rest.Config, flaggerNS string, services *canaryServices, opts ...owntraffic.Option) *running {
 	t.Helper()
 	return serveWith(t, cfg, flaggerNS, owntraffic.New(append([]owntraffic.Option{owntraffic.WithDial(services.dial), owntraffic.WithRequestTimeout(testRequestTimeout)}, opts...)...))
 }
 
-// probedInputs renders the auth inputs with checks on the members named and
+// checkedInputs renders the auth inputs with checks on the members named and
 // extra top-level fields.
-func probedInputs(a *app, checked map[string]bool, extra string) string {
+func checkedInputs(a *app, checked map[string]bool, extra string) string {
 	var ms []string
 	for _, m := range a.members {
 		checks := ""
@@ -179,7 +179,7 @@ func TestChecksOwnTraffic(t *testing.T) {
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
 	services := newCanaryServices()
-	gate := serveProbing(t, grant(t, cp), flaggerNS, services)
+	gate := serveWithOwnTraffic(t, grant(t, cp), flaggerNS, services)
 
 	rows := []struct {
 		name    string
@@ -243,7 +243,7 @@ func TestChecksOwnTraffic(t *testing.T) {
 			handler: byPath(map[string]http.HandlerFunc{"/api": sleep(250 * time.Millisecond)}), extra: "-", status: http.StatusOK, requests: 9,
 			reason: "0 of 9 requests failed"},
 		{name: "a member whose checks name no metric is requested all the same",
-			prepare: func(a *app) { a.inputs = probedInputs(a, nil, thresholds) },
+			prepare: func(a *app) { a.inputs = checkedInputs(a, nil, thresholds) },
 			handler: byPath(map[string]http.HandlerFunc{"/": status(http.StatusServiceUnavailable)}), status: http.StatusConflict, requests: 9,
 			reason: "first /: 503"},
 		{name: "a hostile path cannot be answered, and nothing is requested",
@@ -274,7 +274,7 @@ func TestChecksOwnTraffic(t *testing.T) {
 			case "-":
 				extra = ""
 			}
-			a.inputs = probedInputs(a, map[string]bool{"auth-api": true}, extra)
+			a.inputs = checkedInputs(a, map[string]bool{"auth-api": true}, extra)
 			if row.prepare != nil {
 				row.prepare(a)
 			}
@@ -319,7 +319,7 @@ func TestMayPromoteProtectedPath(t *testing.T) {
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
 	services := newCanaryServices()
-	gate := serveProbing(t, grant(t, cp), flaggerNS, services)
+	gate := serveWithOwnTraffic(t, grant(t, cp), flaggerNS, services)
 
 	rows := []struct {
 		name    string
@@ -369,7 +369,7 @@ func TestMayPromoteProtectedPath(t *testing.T) {
 			if path == "" {
 				path = "/admin/"
 			}
-			a.inputs = probedInputs(a, nil, fmt.Sprintf(`,"protectedPath":%q,"protectedBy":%q`, path, row.by))
+			a.inputs = checkedInputs(a, nil, fmt.Sprintf(`,"protectedPath":%q,"protectedBy":%q`, path, row.by))
 			a.apply(t, cp)
 			var c *copyServer
 			if row.refused {

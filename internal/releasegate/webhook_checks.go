@@ -53,7 +53,7 @@ func Checks(q release.Question, pods []release.Pod) Answer {
 }
 
 // checkOwnTraffic decides /checks from the new copy's pods and, where the
-// member's Canary hands paths, its own traffic. A request the prober refuses
+// member's Canary hands paths, its own traffic. A request the sender refuses
 // (a hostile path or base) or one cut short by the answer's deadline is a
 // question the gate cannot answer.
 func (g *Gate) checkOwnTraffic(ctx context.Context, a asked, pods []release.Pod) (Answer, error) {
@@ -61,7 +61,7 @@ func (g *Gate) checkOwnTraffic(ctx context.Context, a asked, pods []release.Pod)
 	if !request {
 		return answer, nil
 	}
-	traffic, err := g.prober.OwnTraffic(ctx, plan.Base, plan.Paths)
+	traffic, err := g.sender.OwnTraffic(ctx, plan.Base, plan.Paths)
 	if err != nil {
 		return Answer{}, fmt.Errorf("own traffic to %s: %w", a.q.Process, err)
 	}

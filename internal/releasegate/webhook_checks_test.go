@@ -169,7 +169,7 @@ func TestPlanTraffic(t *testing.T) {
 				return c
 			},
 			pods: readyPods, outcome: Unanswerable, reason: "two lists of paths"},
-		{name: "more paths than the prober takes cannot be answered",
+		{name: "more paths than the sender takes cannot be answered",
 			in: withThresholds, canary: func() release.Canary { return pathsCanary(`[` + manyPaths(owntraffic.MaxPaths+1) + `]`) },
 			pods: readyPods, outcome: Unanswerable, reason: "more than"},
 		{name: "a process that is no member cannot be answered",
@@ -275,7 +275,7 @@ func FuzzCanaryPaths(f *testing.F) {
 		}
 		for _, p := range paths {
 			if owntraffic.CheckPath(p) != nil {
-				t.Fatalf("accepted path %q the prober refuses", p)
+				t.Fatalf("accepted path %q the sender refuses", p)
 			}
 		}
 	})

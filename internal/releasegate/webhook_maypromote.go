@@ -116,7 +116,7 @@ func (g *Gate) checkProtected(ctx context.Context, a asked, members []release.Me
 	if !request {
 		return answer, nil
 	}
-	v, err := g.prober.Protected(ctx, target.Base, target.Process, target.Path)
+	v, err := g.sender.Protected(ctx, target.Base, target.Process, target.Path)
 	if err != nil {
 		return Answer{}, fmt.Errorf("protected path on %s: %w", target.Process, err)
 	}

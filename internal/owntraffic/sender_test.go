@@ -38,7 +38,7 @@ func TestProductionSettings(t *testing.T) {
 	// Options that say nothing leave the production values.
 	q := New(WithRequestTimeout(0), WithConcurrency(0), WithDial(nil), WithBudget(0))
 	if q.timeout != DefaultRequestTimeout || q.concurrency != DefaultConcurrency || q.dial == nil || q.budget != DefaultBudget {
-		t.Errorf("empty options changed the prober: %v %d", q.timeout, q.concurrency)
+		t.Errorf("empty options changed the sender: %v %d", q.timeout, q.concurrency)
 	}
 }
 
@@ -56,7 +56,7 @@ func TestProductionDialReachesTheBaseItNames(t *testing.T) {
 func TestOwnTrafficRequestsEveryPathOncePerRound(t *testing.T) {
 	m := newMember(t, byPath(nil))
 	paths := []string{"/api/health/readiness", "/", "/orders", "/"}
-	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
+	traffic, err := m.sender().OwnTraffic(t.Context(), m.base(t), paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestOwnTrafficRequestsEveryPathOncePerRound(t *testing.T) {
 
 func TestOwnTrafficFailsOn5xx(t *testing.T) {
 	m := newMember(t, byPath(map[string]int{"/broken": http.StatusServiceUnavailable, "/error": http.StatusInternalServerError}))
-	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), []string{"/", "/broken", "/error"})
+	traffic, err := m.sender().OwnTraffic(t.Context(), m.base(t), []string{"/", "/broken", "/error"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestOwnTrafficPassesAnswersThatAreNot5xx(t *testing.T) {
 			_, _ = w.Write([]byte("ok"))
 		}
 	})
-	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), []string{"/private", "/gone", "/sign-in", "/elsewhere"})
+	traffic, err := m.sender().OwnTraffic(t.Context(), m.base(t), []string{"/private", "/gone", "/sign-in", "/elsewhere"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestOwnTrafficFailsWithoutAnAnswerInTime(t *testing.T) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	start := time.Now()
-	traffic, err := m.prober(WithRequestTimeout(100*time.Millisecond)).OwnTraffic(t.Context(), m.base(t), []string{"/", "/slow"})
+	traffic, err := m.sender(WithRequestTimeout(100*time.Millisecond)).OwnTraffic(t.Context(), m.base(t), []string{"/", "/slow"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestOwnTrafficFailsWithoutAnAnswerInTime(t *testing.T) {
 func TestOwnTrafficCutByItsBudgetCountsTheRestUnanswered(t *testing.T) {
 	m := newMember(t, slowHandler(2*time.Second))
 	paths := []string{"/a", "/b", "/c", "/d"}
-	p := m.prober(WithRequestTimeout(100*time.Millisecond), WithConcurrency(2), WithBudget(250*time.Millisecond))
+	p := m.sender(WithRequestTimeout(100*time.Millisecond), WithConcurrency(2), WithBudget(250*time.Millisecond))
 	start := time.Now()
 	traffic, err := p.OwnTraffic(t.Context(), m.base(t), paths)
 	if err != nil {
@@ -195,7 +195,7 @@ func TestOwnTrafficAtTheMostPathsCutsNothingAnsweredInTime(t *testing.T) {
 	for i := range paths {
 		paths[i] = fmt.Sprintf("/p%d", i)
 	}
-	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
+	traffic, err := m.sender().OwnTraffic(t.Context(), m.base(t), paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestOwnTrafficAroundTheThresholds(t *testing.T) {
 	// exactly 10%.
 	paths := []string{"/broken", "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i"}
 	m := newMember(t, byPath(map[string]int{"/broken": http.StatusBadGateway}))
-	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
+	traffic, err := m.sender().OwnTraffic(t.Context(), m.base(t), paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestOwnTrafficLatencyOverTheThreshold(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), []string{"/", "/report"})
+	traffic, err := m.sender().OwnTraffic(t.Context(), m.base(t), []string{"/", "/report"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestOwnTrafficLatencyOverTheThreshold(t *testing.T) {
 
 func TestOwnTrafficRefusesHostilePathsBeforeAnyRequest(t *testing.T) {
 	m := newMember(t, byPath(nil))
-	p := m.prober()
+	p := m.sender()
 	for _, hostile := range []string{
 		"//evil.example.com/", "/a/../admin", "http://evil.example.com/", "/a?x=1", "/a#top",
 		"/a b", "/a\x00", "/a\r\nHost: evil", "/%2e%2e/admin", "", "relative",
@@ -381,7 +381,7 @@ func TestOwnTrafficRunsConcurrentlyWithinTheBound(t *testing.T) {
 		}
 	})
 	paths := []string{"/0", "/1", "/2", "/3", "/4", "/5", "/6", "/7", "/8", "/9"}
-	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), paths)
+	traffic, err := m.sender().OwnTraffic(t.Context(), m.base(t), paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestOwnTrafficRunsConcurrentlyWithinTheBound(t *testing.T) {
 		}
 		hold(w, r)
 	})
-	if _, err := b.prober(WithConcurrency(4)).OwnTraffic(t.Context(), b.base(t), paths); err != nil {
+	if _, err := b.sender(WithConcurrency(4)).OwnTraffic(t.Context(), b.base(t), paths); err != nil {
 		t.Fatal(err)
 	}
 	if got := boundedMost.Load(); got != 4 {
@@ -420,7 +420,7 @@ func TestOwnTrafficKeepsConnectionsAlive(t *testing.T) {
 			}
 		}
 	})
-	p := m.prober(WithConcurrency(1))
+	p := m.sender(WithConcurrency(1))
 	for range 2 {
 		if _, err := p.OwnTraffic(t.Context(), m.base(t), []string{"/", "/a", "/b"}); err != nil {
 			t.Fatal(err)
@@ -437,7 +437,7 @@ func TestOwnTrafficReadsNoProxyFromTheEnvironment(t *testing.T) {
 	t.Setenv("http_proxy", proxy.srv.URL)
 	t.Setenv("NO_PROXY", "")
 	m := newMember(t, byPath(nil))
-	traffic, err := m.prober().OwnTraffic(t.Context(), m.base(t), []string{"/"})
+	traffic, err := m.sender().OwnTraffic(t.Context(), m.base(t), []string{"/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestOwnTrafficEndsWithTheCallersContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := m.prober(WithConcurrency(2)).OwnTraffic(ctx, m.base(t), []string{"/a", "/b", "/c"})
+	_, err := m.sender(WithConcurrency(2)).OwnTraffic(ctx, m.base(t), []string{"/a", "/b", "/c"})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err %v, want the caller's deadline", err)
 	}
@@ -464,7 +464,7 @@ func TestOwnTrafficEndsWithTheCallersContext(t *testing.T) {
 
 	done, stop := context.WithCancel(t.Context())
 	stop()
-	if _, err := m.prober().Protected(done, m.base(t), "shop-api", "/"); !errors.Is(err, context.Canceled) {
+	if _, err := m.sender().Protected(done, m.base(t), "shop-api", "/"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Protected err %v, want cancelled", err)
 	}
 }

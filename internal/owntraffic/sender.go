@@ -48,13 +48,13 @@ const (
 // DialFunc opens a connection to addr ("host:port") on network.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// Option changes a Prober.
-type Option func(*Prober)
+// Option changes a Sender.
+type Option func(*Sender)
 
 // WithRequestTimeout replaces DefaultRequestTimeout. Tests use it to keep a
 // slow server's cost low.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(p *Prober) {
+	return func(p *Sender) {
 		if d > 0 {
 			p.timeout = d
 		}
@@ -63,7 +63,7 @@ func WithRequestTimeout(d time.Duration) Option {
 
 // WithBudget replaces DefaultBudget.
 func WithBudget(d time.Duration) Option {
-	return func(p *Prober) {
+	return func(p *Sender) {
 		if d > 0 {
 			p.budget = d
 		}
@@ -72,7 +72,7 @@ func WithBudget(d time.Duration) Option {
 
 // WithConcurrency replaces DefaultConcurrency.
 func WithConcurrency(n int) Option {
-	return func(p *Prober) {
+	return func(p *Sender) {
 		if n > 0 {
 			p.concurrency = n
 		}
@@ -82,17 +82,17 @@ func WithConcurrency(n int) Option {
 // WithDial replaces how connections are opened. Production dials the Canary
 // service's cluster name; tests map that name to a loopback server.
 func WithDial(dial DialFunc) Option {
-	return func(p *Prober) {
+	return func(p *Sender) {
 		if dial != nil {
 			p.dial = dial
 		}
 	}
 }
 
-// Prober makes the gate's requests to members' Canary services. One Prober
+// Sender makes the gate's requests to members' Canary services. One Sender
 // (and so one transport with its kept-alive connections) serves every
 // question; it is safe for concurrent use.
-type Prober struct {
+type Sender struct {
 	timeout     time.Duration
 	budget      time.Duration
 	concurrency int
@@ -100,9 +100,9 @@ type Prober struct {
 	client      *http.Client
 }
 
-// New returns a Prober with the production settings unless opts say otherwise.
-func New(opts ...Option) *Prober {
-	p := &Prober{timeout: DefaultRequestTimeout, budget: DefaultBudget, concurrency: DefaultConcurrency}
+// New returns a Sender with the production settings unless opts say otherwise.
+func New(opts ...Option) *Sender {
+	p := &Sender{timeout: DefaultRequestTimeout, budget: DefaultBudget, concurrency: DefaultConcurrency}
 	for _, o := range opts {
 		o(p)
 	}
