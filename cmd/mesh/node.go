@@ -115,7 +115,7 @@ func backupSeatCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
-			if cred.Inbox, err = grants.InboxPrefix(grants.Seat, node); err != nil {
+			if cred.Inbox, err = grants.InboxPrefix(grants.BackupWorker, node); err != nil {
 				return fail(in, 2, "bad configuration", fmt.Errorf("%s: %w", nodeName.Name, err))
 			}
 			nc, err := bus.Connect(url, "mesh backup-seat "+node, cred)

@@ -57,7 +57,7 @@ func TestApply(t *testing.T) {
 
 	revoked = run([]string{"n1"}, revoked)
 	if len(revoked) != 2 {
-		t.Errorf("revoked %v, want n2's agent and seat", revoked)
+		t.Errorf("revoked %v, want n2's agent and backup worker", revoked)
 	}
 	select {
 	case <-closed:

@@ -13,7 +13,7 @@ func TestCredsRoundTrip(t *testing.T) {
 	op, _ := nkeys.CreateOperator()
 	acc, _ := nkeys.CreateAccount()
 	auth := Authority{Operator: op, Account: acc}
-	for _, p := range []Part{Agent, Seat, Assigner} {
+	for _, p := range []Part{Agent, BackupWorker, Assigner} {
 		kp, _ := nkeys.CreateUser()
 		pub, _ := kp.PublicKey()
 		seed, _ := kp.Seed()

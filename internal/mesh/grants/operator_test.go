@@ -285,8 +285,8 @@ func TestEveryPartOpensTheBus(t *testing.T) {
 			}
 		case grants.Source:
 			_, err = view.Sources(ctx, c.js, 1)
-		case grants.Assigner, grants.Seat:
-			// Opening the bus is all the assigner reads first; the seat
+		case grants.Assigner, grants.BackupWorker:
+			// Opening the bus is all the assigner reads first; the backup worker
 			// opens no bucket at all.
 		}
 		if err != nil {

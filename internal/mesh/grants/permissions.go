@@ -16,16 +16,16 @@ type Part string
 
 // The parts that run with a credential of their own.
 const (
-	Assigner Part = "assigner"
-	Agent    Part = "agent"       // one per node
-	Seat     Part = "backup-seat" // one per node
-	Watchman Part = "watchman"
-	View     Part = "view" // mesh view and mesh status
-	Source   Part = "source"
+	Assigner     Part = "assigner"
+	Agent        Part = "agent"       // one per node
+	BackupWorker Part = "backup-seat" // one per node
+	Watchman     Part = "watchman"
+	View         Part = "view" // mesh view and mesh status
+	Source       Part = "source"
 )
 
 // Parts are every part, in the order the permission table lists them.
-var Parts = []Part{Assigner, Agent, Seat, Watchman, View, Source}
+var Parts = []Part{Assigner, Agent, BackupWorker, Watchman, View, Source}
 
 // ErrPart marks a part, or a node, the table has no row for.
 var ErrPart = errors.New("no permissions for")
@@ -39,7 +39,7 @@ type Permissions struct {
 }
 
 // PerNode says whether a part runs once per node, and so is granted for one.
-func PerNode(p Part) bool { return p == Agent || p == Seat }
+func PerNode(p Part) bool { return p == Agent || p == BackupWorker }
 
 // InboxPrefix is where a part's replies come back. Each part has its own,
 // and may subscribe to nothing else of the kind: were every part to read
@@ -58,7 +58,7 @@ func InboxPrefix(p Part, node string) (string, error) {
 	return "_mesh_inbox." + string(p) + "." + token, nil
 }
 
-// For is what part may do: node is the node of an agent or a seat, empty
+// For is what part may do: node is the node of an agent or a backup worker, empty
 // for the others.
 func For(p Part, node string) (Permissions, error) {
 	inbox, err := InboxPrefix(p, node)
@@ -96,7 +96,7 @@ func For(p Part, node string) (Permissions, error) {
 		pub = append(pub, kvRead(bus.HavesBucket, "have."+token+".>")...)
 		pub = append(pub, kvWrite(bus.HavesBucket, "have."+token+".>")...)
 		pub = append(pub, "mesh.backup."+token)
-	case Seat:
+	case BackupWorker:
 		sub = append(sub, "mesh.backup."+token)
 		respond = true
 	case Watchman, View:

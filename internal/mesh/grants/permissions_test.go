@@ -57,20 +57,20 @@ func TestFor(t *testing.T) {
 		{"the agent does not write a want", Agent, "n1", "$KV.mesh_wants.want.n1.web", false, false},
 		{"the agent writes its own have", Agent, "n1", "$KV.mesh_haves.have.n1.web", false, true},
 		{"the agent does not write another node's have", Agent, "n1", "$KV.mesh_haves.have.n2.web", false, false},
-		{"the agent asks its own seat", Agent, "n1", "mesh.backup.n1", false, true},
-		{"the agent does not ask another seat", Agent, "n1", "mesh.backup.n2", false, false},
+		{"the agent asks its own backup worker", Agent, "n1", "mesh.backup.n1", false, true},
+		{"the agent does not ask another backup worker", Agent, "n1", "mesh.backup.n2", false, false},
 		{"the agent hears on its own inbox", Agent, "n1", "_mesh_inbox.agent.n1.x", true, true},
 		{"the agent does not hear another agent's inbox", Agent, "n1", "_mesh_inbox.agent.n2.x", true, false},
 		{"the agent does not hear every inbox", Agent, "n1", "_INBOX.x", true, false},
 		{"an escaped node name keys its own wants", Agent, "web.api", "$KV.mesh_haves.have.web_2eapi.m", false, true},
-		{"the seat answers its node", Seat, "n1", "mesh.backup.n1", true, true},
-		{"the seat does not answer another node", Seat, "n1", "mesh.backup.n2", true, false},
+		{"the backup worker answers its node", BackupWorker, "n1", "mesh.backup.n1", true, true},
+		{"the backup worker does not answer another node", BackupWorker, "n1", "mesh.backup.n2", true, false},
 		{"the agent binds the builds", Agent, "n1", "$JS.API.STREAM.INFO.KV_mesh_builds", false, true},
 		{"the agent does not read a build", Agent, "n1", "$JS.API.DIRECT.GET.KV_mesh_builds.$KV.mesh_builds.build.web.f1", false, false},
 		{"the agent reads a hold", Agent, "n1", "$JS.API.DIRECT.GET.KV_mesh_holds.$KV.mesh_holds.hold.web.f1", false, true},
 		{"the agent does not write a hold", Agent, "n1", "$KV.mesh_holds.hold.web.f1", false, false},
-		{"the seat binds nothing", Seat, "n1", "$JS.API.STREAM.INFO.KV_mesh_wants", false, false},
-		{"the seat writes nothing on the bus", Seat, "n1", "$KV.mesh_haves.have.n1.web", false, false},
+		{"the backup worker binds nothing", BackupWorker, "n1", "$JS.API.STREAM.INFO.KV_mesh_wants", false, false},
+		{"the backup worker writes nothing on the bus", BackupWorker, "n1", "$KV.mesh_haves.have.n1.web", false, false},
 		{"the assigner writes wants", Assigner, "", "$KV.mesh_wants.want.n2.web", false, true},
 		{"the assigner watches every want", Assigner, "", wantsAll, false, true},
 		{"the assigner does not write haves", Assigner, "", "$KV.mesh_haves.have.n1.web", false, false},
@@ -129,7 +129,7 @@ func TestForRespond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if perms.Respond != (p == Seat) {
+		if perms.Respond != (p == BackupWorker) {
 			t.Errorf("%s responds %v", p, perms.Respond)
 		}
 	}
@@ -143,7 +143,7 @@ func TestForRefuses(t *testing.T) {
 	}{
 		{"an unknown part", "operator", ""},
 		{"an agent of no node", Agent, ""},
-		{"a seat of a node with a space", Seat, "n 1"},
+		{"a backup worker of a node with a space", BackupWorker, "n 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := For(tc.part, tc.node); !errors.Is(err, ErrPart) {

@@ -9,7 +9,7 @@ import (
 )
 
 // UserName is the name of a part's user: the part, and for an agent or a
-// seat its node's key-safe name, so each node's users are its own.
+// backup worker its node's key-safe name, so each node's users are its own.
 func UserName(p Part, node string) (string, error) {
 	if !PerNode(p) {
 		return string(p), nil
@@ -22,7 +22,7 @@ func UserName(p Part, node string) (string, error) {
 }
 
 // Wanted is every user the fleet needs and what each may do: one of each
-// part that runs once, and an agent and a seat for every node the
+// part that runs once, and an agent and a backup worker for every node the
 // registrations name.
 func Wanted(nodes []string) (map[string]Permissions, error) {
 	out := map[string]Permissions{}

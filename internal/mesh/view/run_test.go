@@ -111,9 +111,9 @@ func key(f func(string, string) (string, error), a, b string) string {
 	return k
 }
 
-// TestEachEventIsSaidOnce: a delivery's events said as it moves, each
+// TestEachEventIsPublishedOnce: a delivery's events said as it moves, each
 // once, and a restarted view says none of them again.
-func TestEachEventIsSaidOnce(t *testing.T) {
+func TestEachEventIsPublishedOnce(t *testing.T) {
 	w := newWorld(t)
 	v := w.view(t0.Add(time.Minute))
 	sources := v.Sources
@@ -155,10 +155,10 @@ func TestEachEventIsSaidOnce(t *testing.T) {
 	}
 }
 
-// TestAClaimLeftPendingIsSaidOnce: a view stopped after it published an
+// TestAClaimLeftPendingIsPublishedOnce: a view stopped after it published an
 // event but before it remembered so; the next one publishes again, and the
 // stream drops the repeat.
-func TestAClaimLeftPendingIsSaidOnce(t *testing.T) {
+func TestAClaimLeftPendingIsPublishedOnce(t *testing.T) {
 	w := newWorld(t)
 	v := w.view(t0.Add(20 * time.Minute))
 	w.put(w.bus.Wants, key(bus.WantKey, "n1", "web"), want("f2", dB, t0))
@@ -279,9 +279,9 @@ func TestDeliveredWaitsForEveryRegisteredNode(t *testing.T) {
 	}
 }
 
-// TestTheSaidRecordsExpire: the record of an event said expires with the
+// TestTheDedupRecordsExpire: the record of an event said expires with the
 // stream's copy of it, so the said bucket does not grow without end.
-func TestTheSaidRecordsExpire(t *testing.T) {
+func TestTheDedupRecordsExpire(t *testing.T) {
 	w := newWorld(t)
 	v := w.view(t0)
 	status, err := v.Teller.Claims.Status(context.Background())

@@ -59,9 +59,9 @@ func TestOwed(t *testing.T) {
 	}
 }
 
-// TestAStallIsSaidOnceAndCounted: a node that does not move is said once
+// TestAStallIsPublishedOnceAndCounted: a node that does not move is said once
 // on mesh.events.stall and counted; once it answers, the gauge reads 0.
-func TestAStallIsSaidOnceAndCounted(t *testing.T) {
+func TestAStallIsPublishedOnceAndCounted(t *testing.T) {
 	url := bustest.Embedded(t)
 	b := bustest.Open(t, url, 1)
 	nc, _ := bustest.Connect(t, url)
