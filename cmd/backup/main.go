@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,20 +31,11 @@ type invocation struct {
 	logger         *slog.Logger
 }
 
-// exitCode ends a command that has already said why: in a log line, or to
-// the person at the terminal.
-type exitCode int
-
-func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
-
-// ExitCode is the code the shared command skeleton exits with.
-func (e exitCode) ExitCode() int { return int(e) }
-
 func exitWith(code int) error {
 	if code == 0 {
 		return nil
 	}
-	return exitCode(code)
+	return cli.Exit(code)
 }
 
 // run is the whole command, handed its arguments, environment, clock and

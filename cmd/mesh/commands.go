@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/assign"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/composition"
@@ -318,7 +319,7 @@ func swapWant(ctx context.Context, in invocation, b *bus.Bus, node, module, what
 // fail logs why a command ends and ends it with code.
 func fail(in invocation, code int, what string, err error) error {
 	in.logger.Error(what, slog.String("error", err.Error()))
-	return exitCode(code)
+	return cli.Exit(code)
 }
 
 func loadTrust(getenv func(string) string) (*composition.Trust, error) {

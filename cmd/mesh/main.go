@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,14 +28,6 @@ type invocation struct {
 	stdout, stderr io.Writer
 	logger         *slog.Logger
 }
-
-// exitCode ends a command that has already said why.
-type exitCode int
-
-func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
-
-// ExitCode is the code the shared command skeleton exits with.
-func (e exitCode) ExitCode() int { return int(e) }
 
 // The variables mesh reads, each named in the help of the commands that
 // read it.

@@ -164,7 +164,7 @@ func statusCommand(in invocation) *cobra.Command {
 				return err
 			}
 			if !p.Delivered {
-				return exitCode(3)
+				return cli.Exit(3)
 			}
 			return nil
 		},
