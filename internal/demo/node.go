@@ -102,17 +102,21 @@ func TellOnNode(ctx context.Context, out io.Writer, e *estate.Estate, ns, dir st
 		return err
 	}
 	w.deployment = deployment
+	// The story ends when every part has said its piece: the gate serves
+	// the release, the Reporter says success and the release record says
+	// healthy, which may come a look of its own after the other two.
 	done := w.until(ctx, 8*time.Minute, func() bool {
-		return w.serving(ctx) == nodeRelease.Revision && w.reported(fakegithub.Status{State: "success"})
+		return w.serving(ctx) == nodeRelease.Revision && w.reported(fakegithub.Status{State: "success"}) &&
+			w.record == string(rr.StateHealthy)
 	})
 	w.title("3. Where it ended")
 	for _, m := range estate.Members {
 		fmt.Fprintf(out, "  %s: %s\n", m.Process, w.phases[m.Process])
 	}
 	if !done {
-		return fmt.Errorf("%w: auth %s did not come to serve with its GitHub Deployment a success", ErrUnexpected, nodeRelease.Version)
+		return fmt.Errorf("%w: auth %s did not come to serve with its GitHub Deployment a success and its record healthy", ErrUnexpected, nodeRelease.Version)
 	}
-	fmt.Fprintf(out, "  auth %s serves, %s after it was pushed; its GitHub Deployment says success.\n", nodeRelease.Version, time.Since(start).Round(time.Second))
+	fmt.Fprintf(out, "  auth %s serves, %s after it was pushed; its GitHub Deployment says success, its record healthy.\n", nodeRelease.Version, time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -154,7 +158,8 @@ func (w *nodeWatch) line(source, format string, args ...any) {
 // deliver pushes r's render with the real flux CLI, creates its GitHub
 // Deployment as the workflow does and moves the Project's pin.
 func (w *nodeWatch) deliver(ctx context.Context, r estate.Release, dir string) (int64, error) {
-	w.version = r.Version
+	// A new release's record starts its own states, printed from its first.
+	w.version, w.record = r.Version, ""
 	folder := filepath.Join(dir, r.Version)
 	if err := os.MkdirAll(folder, 0o700); err != nil {
 		return 0, err

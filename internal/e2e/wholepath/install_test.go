@@ -63,9 +63,11 @@ spec:
 `, testenv.FluxNamespace, string(other.Public), e.ManifestsURL(), released))); err != nil {
 		t.Fatal(err)
 	}
+	// source-controller marks SourceVerified false as it finds no valid
+	// signature, and Ready false only as the reconcile ends: wait for both.
 	refused := waitSource(t, e, "delivery-another-key", func(r *sourcev1.OCIRepository) bool {
-		c := apimeta.FindStatusCondition(r.Status.Conditions, sourcev1.SourceVerifiedCondition)
-		return c != nil && c.Status == metav1.ConditionFalse
+		return apimeta.IsStatusConditionFalse(r.Status.Conditions, sourcev1.SourceVerifiedCondition) &&
+			apimeta.IsStatusConditionFalse(r.Status.Conditions, meta.ReadyCondition)
 	})
 	ready := apimeta.FindStatusCondition(refused.Status.Conditions, meta.ReadyCondition)
 	if refused.Status.Artifact != nil || ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != sourcev1.VerificationError {
