@@ -32,6 +32,9 @@ const (
 // without end. A place unchanged for longer may be published once more.
 const Kept = 30 * 24 * time.Hour
 
+// finishWithin bounds marking an event published once its context ended.
+const finishWithin = 5 * time.Second
+
 // The values a key of the bucket holds: claimed and about to be published,
 // or published and acknowledged (stored as "said", a value kept as written).
 const (
@@ -179,7 +182,13 @@ func (t *Teller) Tell(ctx context.Context, e Event, body any) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("publish %s: %w", ID(e), err)
 	}
-	if _, err := t.Claims.Update(ctx, key, []byte(done), revision); err != nil && !bus.IsConflict(err) {
+	// Once published, the record is finished even if ctx ends now: a teller
+	// stopped between the two would leave the claim pending, and the next
+	// one would publish the event again (the stream drops it, a plain
+	// subscriber of the subject does not).
+	finish, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishWithin)
+	defer cancel()
+	if _, err := t.Claims.Update(finish, key, []byte(done), revision); err != nil && !bus.IsConflict(err) {
 		return false, fmt.Errorf("remember %s: %w", key, err)
 	}
 	t.remember(key)
