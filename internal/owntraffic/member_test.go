@@ -9,15 +9,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/hits"
 )
 
 // member is a real HTTP server standing in for a member's Canary service,
 // counting what it was asked.
 type member struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	// hits counts requests by path.
-	hits    map[string]int
+	srv  *httptest.Server
+	hits *hits.Counter
+	// mu guards headers.
+	mu      sync.Mutex
 	headers []http.Header
 }
 
@@ -34,10 +36,10 @@ func newMemberB(b *testing.B, handler http.HandlerFunc) *member {
 // startMember starts the server after configure has set it up.
 func startMember(t testing.TB, handler http.HandlerFunc, configure func(*http.Server)) *member {
 	t.Helper()
-	m := &member{hits: map[string]int{}}
+	m := &member{hits: &hits.Counter{}}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.hits.Add(r.URL.EscapedPath())
 		m.mu.Lock()
-		m.hits[r.URL.EscapedPath()]++
 		m.headers = append(m.headers, r.Header.Clone())
 		m.mu.Unlock()
 		handler(w, r)
@@ -50,21 +52,9 @@ func startMember(t testing.TB, handler http.HandlerFunc, configure func(*http.Se
 	return m
 }
 
-func (m *member) count(path string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.hits[path]
-}
+func (m *member) count(path string) int { return m.hits.Count(path) }
 
-func (m *member) total() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for _, c := range m.hits {
-		n += c
-	}
-	return n
-}
+func (m *member) total() int { return m.hits.Total() }
 
 // base is the member's Canary service as production names it.
 func (m *member) base(t *testing.T) string {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/hits"
 )
 
 // edge is a real TLS server on loopback standing in for the edge a public
@@ -26,11 +28,9 @@ type edge struct {
 
 func newEdge(t *testing.T, handler http.HandlerFunc) *edge {
 	t.Helper()
-	m := &member{hits: map[string]int{}}
+	m := &member{hits: &hits.Counter{}}
 	m.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.mu.Lock()
-		m.hits[r.Host+r.URL.EscapedPath()]++
-		m.mu.Unlock()
+		m.hits.Add(r.Host + r.URL.EscapedPath())
 		handler(w, r)
 	}))
 	t.Cleanup(m.srv.Close)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/hits"
 )
 
 // testRequestTimeout stands in for owntraffic.DefaultRequestTimeout so a slow
@@ -67,17 +68,18 @@ func (s *canaryServices) dial(ctx context.Context, network, addr string) (net.Co
 // copyServer stands in for a member's new copy behind its Canary service.
 type copyServer struct {
 	srv  *httptest.Server
+	hits *hits.Counter
+	// mu guards auth.
 	mu   sync.Mutex
-	hits map[string]int
 	auth int
 }
 
 func newCopyServer(t testing.TB, handler http.HandlerFunc) *copyServer {
 	t.Helper()
-	c := &copyServer{hits: map[string]int{}}
+	c := &copyServer{hits: &hits.Counter{}}
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.hits.Add(r.URL.Path)
 		c.mu.Lock()
-		c.hits[r.URL.Path]++
 		if r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "" {
 			c.auth++
 		}
@@ -88,21 +90,9 @@ func newCopyServer(t testing.TB, handler http.HandlerFunc) *copyServer {
 	return c
 }
 
-func (c *copyServer) count(path string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hits[path]
-}
+func (c *copyServer) count(path string) int { return c.hits.Count(path) }
 
-func (c *copyServer) total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, v := range c.hits {
-		n += v
-	}
-	return n
-}
+func (c *copyServer) total() int { return c.hits.Total() }
 
 // refusedAddr is a loopback address nothing listens on.
 func refusedAddr(t testing.TB) string {
