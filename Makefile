@@ -46,15 +46,10 @@ test-deps:
 	scripts/test-deps.sh
 
 ## test: install what the tests need, run them with the race detector, check coverage
-# 45m per package: one node runs on a machine at a time, so a second suite
-# beside this one has its whole-path package wait out the first's (about
-# 17 minutes) before its own.
-# The whole-path package is named first: go test builds and runs packages
-# in the order they are named, and that one mostly waits on the node, so
-# the rest run beside it rather than after.
-test: test-deps
-	$(GO) test -race -count=1 -timeout 45m -coverpkg=./... -coverprofile=cover.out ./internal/e2e/wholepath/ ./...
-	scripts/coverage.sh cover.out $(COVERAGE_FLOOR)
+# The whole-path package starts once the node's servers are built; the rest
+# of the suite after Vault, MinIO and nats-server, beside it (scripts/test.sh).
+test:
+	GO=$(GO) scripts/test.sh $(COVERAGE_FLOOR)
 
 ## lint: golangci-lint with the project's configuration
 lint:

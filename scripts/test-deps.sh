@@ -2,8 +2,26 @@
 # Installs and builds everything the tests need on a fresh Debian machine with
 # Go: the Debian packages the tests start servers from, and the real servers
 # that only the Go module proxy can give (see scripts/test-binaries.sh).
+#
+#   scripts/test-deps.sh          all of it
+#   scripts/test-deps.sh node     the packages and what the whole path needs:
+#                                 the cluster's, the node's and Flux's servers
+#   scripts/test-deps.sh others   what only the rest of the suite needs:
+#                                 Vault, MinIO and nats-server
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+case "${1:-all}" in
+all) servers=(crds envtest cluster node flux vault minio nats) ;;
+node) servers=(crds envtest cluster node flux) ;;
+others)
+	for what in vault minio nats; do
+		scripts/test-binaries.sh "$what" >/dev/null
+	done
+	exit 0
+	;;
+*) echo "usage: $0 [node|others]" >&2; exit 2 ;;
+esac
 
 # The demo, and its test, run the gate in a user and mount namespace of its
 # own so that it reaches the demo's members through a private /etc/hosts.
@@ -44,6 +62,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 scripts/test-binaries.sh missing
-for what in crds envtest cluster node flux vault minio nats; do
+for what in "${servers[@]}"; do
 	scripts/test-binaries.sh "$what" >/dev/null
 done
