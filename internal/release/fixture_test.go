@@ -3,6 +3,7 @@ package release
 import (
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -27,7 +28,7 @@ func deployment(name string, cs ...Container) *Deployment {
 func unchangedUI() MemberState {
 	return MemberState{
 		Process:   "auth-ui",
-		Canary:    Canary{Name: "auth-ui", Phase: PhaseSucceeded, LastAppliedSpec: "a", LastPromotedSpec: "a"},
+		Canary:    Canary{Name: "auth-ui", Phase: flaggerv1.CanaryPhaseSucceeded, LastAppliedSpec: "a", LastPromotedSpec: "a"},
 		HasCanary: true,
 		Target:    deployment("auth-ui", container("ui:1")),
 		Primary:   deployment("auth-ui-primary", container("ui:1")),

@@ -2,26 +2,12 @@ package release
 
 import flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 
-// Flagger's Canary phases the gate and the release path read, Flagger's own
-// values (flaggerv1.CanaryPhase), held as the plain strings Canary.Phase
-// keeps so that the rules compare them without a conversion at every turn.
-const (
-	PhaseInitialized      = string(flaggerv1.CanaryPhaseInitialized)
-	PhaseWaiting          = string(flaggerv1.CanaryPhaseWaiting)
-	PhaseProgressing      = string(flaggerv1.CanaryPhaseProgressing)
-	PhaseWaitingPromotion = string(flaggerv1.CanaryPhaseWaitingPromotion)
-	PhasePromoting        = string(flaggerv1.CanaryPhasePromoting)
-	PhaseFinalising       = string(flaggerv1.CanaryPhaseFinalising)
-	PhaseSucceeded        = string(flaggerv1.CanaryPhaseSucceeded)
-	PhaseFailed           = string(flaggerv1.CanaryPhaseFailed)
-)
-
-// PhaseName is a phase as a reason names it.
-func PhaseName(phase string) string {
+// PhaseName is a Canary's phase as a reason names it.
+func PhaseName(phase flaggerv1.CanaryPhase) string {
 	if phase == "" {
 		return "without a phase"
 	}
-	return phase
+	return string(phase)
 }
 
 // Labels deploy-kit puts on every object it renders.

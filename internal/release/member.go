@@ -3,6 +3,8 @@ package release
 import (
 	"fmt"
 	"strings"
+
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 )
 
 // MemberState is what a reader read of one member: its Canary and its
@@ -55,7 +57,7 @@ func CanaryRelease(c Canary) (application, revision string, err error) {
 // just changed, so both must hold. The reason says which does not.
 func Unchanged(m MemberState) (bool, string) {
 	c := m.Canary
-	if c.Phase != PhaseInitialized && c.Phase != PhaseSucceeded {
+	if c.Phase != flaggerv1.CanaryPhaseInitialized && c.Phase != flaggerv1.CanaryPhaseSucceeded {
 		return false, "is " + PhaseName(c.Phase)
 	}
 	if c.LastAppliedSpec != c.LastPromotedSpec {

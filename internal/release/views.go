@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -54,7 +56,7 @@ type Canary struct {
 	Webhooks []map[string]string
 	// Port is spec.service.port, the port of <process>-canary; 0 when unset.
 	Port             int32
-	Phase            string
+	Phase            flaggerv1.CanaryPhase
 	Iterations       int
 	LastAppliedSpec  string
 	LastPromotedSpec string

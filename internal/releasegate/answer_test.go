@@ -3,6 +3,8 @@ package releasegate
 import (
 	"testing"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -16,7 +18,7 @@ func TestIdentify(t *testing.T) {
 		outcome Outcome
 		reason  string
 	}{
-		{"a member asking at the revision its Canary carries", ask, canary("auth-api", release.PhaseProgressing), true, Yes, ""},
+		{"a member asking at the revision its Canary carries", ask, canary("auth-api", flaggerv1.CanaryPhaseProgressing), true, Yes, ""},
 		{"a process that is no member", release.Question{Namespace: "auth-system", Application: "auth", Process: "billing", Revision: rev}, release.Canary{}, false, Unanswerable, "no member"},
 		{"a Canary that is not there", ask, release.Canary{}, false, NotYet, "does not carry revision " + tag},
 		{"a replaced render reads the same as a missing Canary", ask, release.Canary{Name: "auth-api", Webhooks: hooks("auth", prevRev)}, true, NotYet, "Canary auth-api does not carry revision " + tag},

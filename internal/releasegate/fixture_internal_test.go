@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/JorisJonkers-dev/delivery/internal/release"
@@ -38,7 +40,7 @@ func hooks(app, revision string) []map[string]string {
 	return []map[string]string{md, md, md}
 }
 
-func canary(name, phase string) release.Canary {
+func canary(name string, phase flaggerv1.CanaryPhase) release.Canary {
 	return release.Canary{Name: name, Webhooks: hooks("auth", rev), Phase: phase, LastAppliedSpec: "a", LastPromotedSpec: "a"}
 }
 

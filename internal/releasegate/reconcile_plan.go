@@ -5,6 +5,8 @@ import (
 	"maps"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -176,7 +178,7 @@ func Serves(v ApplicationView, revision string) (bool, string) {
 func canariesSettled(members []MemberView) bool {
 	for _, m := range members {
 		c := m.Canary
-		if (c.Phase != release.PhaseInitialized && c.Phase != release.PhaseSucceeded) || c.LastAppliedSpec != c.LastPromotedSpec {
+		if (c.Phase != flaggerv1.CanaryPhaseInitialized && c.Phase != flaggerv1.CanaryPhaseSucceeded) || c.LastAppliedSpec != c.LastPromotedSpec {
 			return false
 		}
 	}
@@ -258,7 +260,7 @@ func ProofHolds(mig *release.Migration, rec release.Record, members []MemberView
 // previous release's.
 func FailedSince(members []MemberView, revision string, since time.Time) (bool, string) {
 	for _, m := range members {
-		if !m.HasCanary || m.Canary.Phase != release.PhaseFailed {
+		if !m.HasCanary || m.Canary.Phase != flaggerv1.CanaryPhaseFailed {
 			continue
 		}
 		if _, rev, err := release.CanaryRelease(m.Canary); err != nil || rev != revision {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -15,7 +17,7 @@ var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
 // mv is a member as a round reads it: its Canary carrying rev, its
 // Deployment and primary running target and primary images.
-func mv(process, phase, digest, target, primary string) MemberView {
+func mv(process string, phase flaggerv1.CanaryPhase, digest, target, primary string) MemberView {
 	c := release.Canary{Name: process, Webhooks: hooks("auth", rev), Phase: phase, LastAppliedSpec: digest, LastPromotedSpec: digest}
 	return MemberView{MemberState: release.MemberState{
 		Process: process, Canary: c, HasCanary: true,
@@ -50,8 +52,8 @@ func scene(edits ...func(v *ApplicationView)) ApplicationView {
 			Warmup: &release.WarmupRecord{Revision: prevRev, Warmed: true},
 		},
 		Members: []MemberView{
-			mv("auth-api", release.PhaseProgressing, "api-1", "api:2", "api:1"),
-			mv("auth-ui", release.PhaseSucceeded, "ui-1", "ui:1", "ui:1"),
+			mv("auth-api", flaggerv1.CanaryPhaseProgressing, "api-1", "api:2", "api:1"),
+			mv("auth-ui", flaggerv1.CanaryPhaseSucceeded, "ui-1", "ui:1", "ui:1"),
 		},
 		Jobs: []MigrationJob{mjob(upJob, true, false, false), mjob(downJob, true, false, false)},
 		Now:  t0,
@@ -66,7 +68,7 @@ func scene(edits ...func(v *ApplicationView)) ApplicationView {
 // promoted puts auth-api where Flagger leaves it after promoting rev.
 func promoted(v *ApplicationView) {
 	m := &v.Members[0]
-	m.Canary.Phase, m.Canary.LastAppliedSpec, m.Canary.LastPromotedSpec = release.PhaseSucceeded, "api-2", "api-2"
+	m.Canary.Phase, m.Canary.LastAppliedSpec, m.Canary.LastPromotedSpec = flaggerv1.CanaryPhaseSucceeded, "api-2", "api-2"
 	m.Primary = deployment("auth-api-primary", container("api:2"))
 }
 
@@ -79,7 +81,7 @@ func migrated(v *ApplicationView) {
 
 func failedAt(at time.Time) func(v *ApplicationView) {
 	return func(v *ApplicationView) {
-		v.Members[0].Canary.Phase = release.PhaseFailed
+		v.Members[0].Canary.Phase = flaggerv1.CanaryPhaseFailed
 		v.Members[0].Transitioned = at
 	}
 }
@@ -107,13 +109,13 @@ func TestReconcileRecordsWhatServes(t *testing.T) {
 			scene(migrated, promoted, func(v *ApplicationView) { v.Members[0].Canary.LastAppliedSpec = "api-3" }), prevRev, rev, false, false},
 		{"members unchanged but the revision's migration not complete: not yet",
 			scene(func(v *ApplicationView) {
-				v.Members[0] = mv("auth-api", release.PhaseSucceeded, "api-1", "api:1", "api:1")
+				v.Members[0] = mv("auth-api", flaggerv1.CanaryPhaseSucceeded, "api-1", "api:1", "api:1")
 				v.Jobs[0].Suspended, v.Record.Migrated = false, rev
 			}),
 			prevRev, rev, false, false},
 		{"members unchanged and the revision's migration Job not applied yet: not yet",
 			scene(func(v *ApplicationView) {
-				v.Members[0] = mv("auth-api", release.PhaseSucceeded, "api-1", "api:1", "api:1")
+				v.Members[0] = mv("auth-api", flaggerv1.CanaryPhaseSucceeded, "api-1", "api:1", "api:1")
 				v.Jobs = nil
 			}),
 			prevRev, rev, false, false},
@@ -385,7 +387,7 @@ func TestReconcileUndoesOnlyUnderEveryCondition(t *testing.T) {
 		{"the migration failed and everything else holds: undone",
 			heldAfterMigration(func(v *ApplicationView) {
 				v.Jobs[0] = mjob(upJob, false, false, true)
-				v.Members[0].Canary.Phase = release.PhaseProgressing
+				v.Members[0].Canary.Phase = flaggerv1.CanaryPhaseProgressing
 			}), true, "", false},
 		{"the new copies not counted yet: the round reads them",
 			heldAfterMigration(func(v *ApplicationView) { v.NewCopyPods = nil }), false, "", true},

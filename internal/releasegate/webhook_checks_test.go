@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
@@ -41,7 +43,7 @@ func withThresholds() *release.Inputs {
 
 // pathsCanary is auth-api's Canary handing paths in every webhook.
 func pathsCanary(paths string) release.Canary {
-	c := canary("auth-api", release.PhaseProgressing)
+	c := canary("auth-api", flaggerv1.CanaryPhaseProgressing)
 	c.Port = 8080
 	c.Webhooks = nil
 	for range 3 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
@@ -35,7 +37,7 @@ func (w mayPromote) read(ctx context.Context, q release.Question) decide {
 			if _, ok := memberOfRelease(a.q, m); !ok {
 				continue
 			}
-			if m.Canary.Phase != release.PhaseInitialized && m.Canary.Phase != release.PhaseSucceeded {
+			if m.Canary.Phase != flaggerv1.CanaryPhaseInitialized && m.Canary.Phase != flaggerv1.CanaryPhaseSucceeded {
 				continue
 			}
 			ds, err := deployments.get()
@@ -61,8 +63,8 @@ func MayPromote(q release.Question, in *release.Inputs, members []release.Member
 	for _, m := range members {
 		if m.Process == q.Process {
 			c := m.Canary
-			analysed := c.Phase == release.PhaseProgressing && c.Iterations >= in.Analysis.Iterations
-			if c.Phase != release.PhaseWaitingPromotion && !analysed {
+			analysed := c.Phase == flaggerv1.CanaryPhaseProgressing && c.Iterations >= in.Analysis.Iterations
+			if c.Phase != flaggerv1.CanaryPhaseWaitingPromotion && !analysed {
 				waiting = append(waiting, fmt.Sprintf("%s is %s (%d of %d iterations)",
 					m.Process, release.PhaseName(c.Phase), c.Iterations, in.Analysis.Iterations))
 			}
@@ -81,8 +83,8 @@ func MayPromote(q release.Question, in *release.Inputs, members []release.Member
 		if ok, why := release.Unchanged(m); !ok {
 			// A Succeeded member is either unchanged or promoted at this
 			// revision; Unchanged says best why it is neither.
-			if passedPhase(m.Canary.Phase) && m.Canary.Phase != release.PhaseSucceeded {
-				why = "is " + m.Canary.Phase + " but has not asked at " + q.Tag()
+			if passedPhase(m.Canary.Phase) && m.Canary.Phase != flaggerv1.CanaryPhaseSucceeded {
+				why = "is " + string(m.Canary.Phase) + " but has not asked at " + q.Tag()
 			}
 			waiting = append(waiting, m.Process+" "+why)
 		}
@@ -94,12 +96,13 @@ func MayPromote(q release.Question, in *release.Inputs, members []release.Member
 }
 
 // passedPhase is a Canary that waits for promotion or is past it.
-func passedPhase(phase string) bool {
+func passedPhase(phase flaggerv1.CanaryPhase) bool {
 	switch phase {
-	case release.PhaseWaitingPromotion, release.PhasePromoting, release.PhaseFinalising, release.PhaseSucceeded:
+	case flaggerv1.CanaryPhaseWaitingPromotion, flaggerv1.CanaryPhasePromoting, flaggerv1.CanaryPhaseFinalising, flaggerv1.CanaryPhaseSucceeded:
 		return true
+	default:
+		return false
 	}
-	return false
 }
 
 // PassedOnRecord reports whether a member counts as passed from its Canary
@@ -173,7 +176,7 @@ func PlanProtected(q release.Question, in *release.Inputs, members []release.Mem
 			return ProtectedTarget{}, barrier, false
 		}
 	}
-	if m.Process != q.Process && PassedOnRecord(q, m) && m.Canary.Phase != release.PhaseWaitingPromotion {
+	if m.Process != q.Process && PassedOnRecord(q, m) && m.Canary.Phase != flaggerv1.CanaryPhaseWaitingPromotion {
 		// Promoted at this revision, or being promoted: it passed this very
 		// check when it asked for its own promotion, and Flagger has scaled
 		// its new copy down or is about to, so its Canary service may answer

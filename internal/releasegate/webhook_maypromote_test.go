@@ -3,6 +3,8 @@ package releasegate
 import (
 	"testing"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/owntraffic"
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
@@ -13,36 +15,36 @@ func barrier(own release.Canary, other release.MemberState) []release.MemberStat
 	return []release.MemberState{{Process: "auth-api", Canary: own, HasCanary: true, Asked: rev}, other}
 }
 
-func ui(phase, asked string) release.MemberState {
+func ui(phase flaggerv1.CanaryPhase, asked string) release.MemberState {
 	return release.MemberState{Process: "auth-ui", Canary: canary("auth-ui", phase), HasCanary: true, Asked: asked}
 }
 
 func unchangedUI() release.MemberState {
-	m := ui(release.PhaseSucceeded, "")
+	m := ui(flaggerv1.CanaryPhaseSucceeded, "")
 	m.Target = deployment("auth-ui", container("ui:1"))
 	m.Primary = deployment("auth-ui-primary", container("ui:1"))
 	return m
 }
 
 func TestMayPromote(t *testing.T) {
-	waiting := canary("auth-api", release.PhaseWaitingPromotion)
-	analysed := canary("auth-api", release.PhaseProgressing)
+	waiting := canary("auth-api", flaggerv1.CanaryPhaseWaitingPromotion)
+	analysed := canary("auth-api", flaggerv1.CanaryPhaseProgressing)
 	analysed.Iterations = 4
-	midway := canary("auth-api", release.PhaseProgressing)
+	midway := canary("auth-api", flaggerv1.CanaryPhaseProgressing)
 	midway.Iterations = 2
 	changedUI := unchangedUI()
 	changedUI.Target = deployment("auth-ui", container("ui:2"))
 	unpromotedUI := unchangedUI()
 	unpromotedUI.Canary.LastAppliedSpec = "b"
 	initialisedUI := unchangedUI()
-	initialisedUI.Canary.Phase = release.PhaseInitialized
+	initialisedUI.Canary.Phase = flaggerv1.CanaryPhaseInitialized
 	noPrimaryUI := unchangedUI()
 	noPrimaryUI.Primary = nil
 	noTargetUI := unchangedUI()
 	noTargetUI.Target = nil
-	otherRevUI := ui(release.PhaseWaitingPromotion, rev)
+	otherRevUI := ui(flaggerv1.CanaryPhaseWaitingPromotion, rev)
 	otherRevUI.Canary.Webhooks = hooks("auth", prevRev)
-	otherAppUI := ui(release.PhaseWaitingPromotion, rev)
+	otherAppUI := ui(flaggerv1.CanaryPhaseWaitingPromotion, rev)
 	otherAppUI.Canary.Webhooks = hooks("billing", rev)
 
 	cases := []struct {
@@ -51,16 +53,16 @@ func TestMayPromote(t *testing.T) {
 		outcome Outcome
 		reason  string
 	}{
-		{"every member passed for this revision", barrier(waiting, ui(release.PhaseWaitingPromotion, rev)), Yes, "barrier open"},
-		{"a member past promotion counts as passed", barrier(waiting, ui(release.PhasePromoting, rev)), Yes, "barrier open"},
-		{"a member finalising counts as passed", barrier(waiting, ui(release.PhaseFinalising, rev)), Yes, "barrier open"},
-		{"a member promoted at this revision counts as passed", barrier(waiting, ui(release.PhaseSucceeded, rev)), Yes, "barrier open"},
-		{"the asking member analysed with every iteration counted", barrier(analysed, ui(release.PhaseWaitingPromotion, rev)), Yes, "barrier open"},
-		{"the asking member still analysed", barrier(midway, ui(release.PhaseWaitingPromotion, rev)), NotYet, "auth-api is Progressing (2 of 4 iterations)"},
-		{"another member still analysed", barrier(waiting, ui(release.PhaseProgressing, rev)), NotYet, "auth-ui is Progressing"},
-		{"another member failed", barrier(waiting, ui(release.PhaseFailed, rev)), NotYet, "auth-ui is Failed"},
-		{"a waiting member that has not asked at this revision", barrier(waiting, ui(release.PhaseWaitingPromotion, prevRev)), NotYet, "auth-ui is WaitingPromotion but has not asked at " + tag},
-		{"a waiting member after the gate restarted", barrier(waiting, ui(release.PhaseWaitingPromotion, "")), NotYet, "has not asked"},
+		{"every member passed for this revision", barrier(waiting, ui(flaggerv1.CanaryPhaseWaitingPromotion, rev)), Yes, "barrier open"},
+		{"a member past promotion counts as passed", barrier(waiting, ui(flaggerv1.CanaryPhasePromoting, rev)), Yes, "barrier open"},
+		{"a member finalising counts as passed", barrier(waiting, ui(flaggerv1.CanaryPhaseFinalising, rev)), Yes, "barrier open"},
+		{"a member promoted at this revision counts as passed", barrier(waiting, ui(flaggerv1.CanaryPhaseSucceeded, rev)), Yes, "barrier open"},
+		{"the asking member analysed with every iteration counted", barrier(analysed, ui(flaggerv1.CanaryPhaseWaitingPromotion, rev)), Yes, "barrier open"},
+		{"the asking member still analysed", barrier(midway, ui(flaggerv1.CanaryPhaseWaitingPromotion, rev)), NotYet, "auth-api is Progressing (2 of 4 iterations)"},
+		{"another member still analysed", barrier(waiting, ui(flaggerv1.CanaryPhaseProgressing, rev)), NotYet, "auth-ui is Progressing"},
+		{"another member failed", barrier(waiting, ui(flaggerv1.CanaryPhaseFailed, rev)), NotYet, "auth-ui is Failed"},
+		{"a waiting member that has not asked at this revision", barrier(waiting, ui(flaggerv1.CanaryPhaseWaitingPromotion, prevRev)), NotYet, "auth-ui is WaitingPromotion but has not asked at " + tag},
+		{"a waiting member after the gate restarted", barrier(waiting, ui(flaggerv1.CanaryPhaseWaitingPromotion, "")), NotYet, "has not asked"},
 		{"a member that did not change", barrier(waiting, unchangedUI()), Yes, "barrier open"},
 		{"a member initialised and unchanged", barrier(waiting, initialisedUI), Yes, "barrier open"},
 		{"a member whose Deployment just changed, a tick ahead of Flagger", barrier(waiting, changedUI), NotYet, "primary does not run what its Deployment holds (container app image)"},
@@ -86,9 +88,9 @@ func protectedInputs() *release.Inputs {
 func TestPlanProtected(t *testing.T) {
 	open := yes("barrier open: every member of auth passed %s or did not change", tag)
 	closed := notYet("barrier closed: auth-ui is Progressing")
-	ownWaiting := canary("auth-api", release.PhaseWaitingPromotion)
+	ownWaiting := canary("auth-api", flaggerv1.CanaryPhaseWaitingPromotion)
 	ownWaiting.Port = 8080
-	changedUI := ui(release.PhaseWaitingPromotion, rev)
+	changedUI := ui(flaggerv1.CanaryPhaseWaitingPromotion, rev)
 	changedUI.Canary.Port = 3000
 	unchanged := unchangedUI()
 	unchanged.Canary.Port = 3000
@@ -114,10 +116,18 @@ func TestPlanProtected(t *testing.T) {
 		{name: "a protectedBy member that did not change in the release is not asked",
 			in: protectedInputs, ui: unchanged, barrier: open, outcome: Yes, reason: "barrier open"},
 		{name: "a protectedBy member promoted in this release is not asked: its copy may be gone",
-			in: protectedInputs, ui: func() release.MemberState { m := ui(release.PhaseSucceeded, rev); m.Canary.Port = 3000; return m }(),
+			in: protectedInputs, ui: func() release.MemberState {
+				m := ui(flaggerv1.CanaryPhaseSucceeded, rev)
+				m.Canary.Port = 3000
+				return m
+			}(),
 			barrier: open, outcome: Yes, reason: "barrier open"},
 		{name: "nor one Flagger is promoting",
-			in: protectedInputs, ui: func() release.MemberState { m := ui(release.PhaseFinalising, rev); m.Canary.Port = 3000; return m }(),
+			in: protectedInputs, ui: func() release.MemberState {
+				m := ui(flaggerv1.CanaryPhaseFinalising, rev)
+				m.Canary.Port = 3000
+				return m
+			}(),
 			barrier: open, outcome: Yes, reason: "barrier open"},
 		{name: "a closed barrier asks nothing",
 			in: protectedInputs, ui: changedUI, barrier: closed, outcome: NotYet, reason: "barrier closed"},

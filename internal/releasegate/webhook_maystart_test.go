@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -54,7 +56,7 @@ func TestMayStartHoldsATemplateNotTheRevisions(t *testing.T) {
 
 // writtenCanary is auth-api's Canary at rev, its webhooks written at hooked.
 func writtenCanary(hooked time.Time) release.Canary {
-	c := canary("auth-api", release.PhaseSucceeded)
+	c := canary("auth-api", flaggerv1.CanaryPhaseSucceeded)
 	c.WebhooksWrittenAt = hooked
 	return c
 }

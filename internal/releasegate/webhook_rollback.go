@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -23,7 +25,7 @@ func (w rollback) read(ctx context.Context, q release.Question) decide {
 	reads := g.readCopies(ctx, q, byApplication(q))
 	return func(a asked) (Answer, error) {
 		own := release.MemberState{Process: a.q.Process, Canary: a.own, HasCanary: true}
-		if p := a.own.Phase; p != release.PhaseProgressing && p != release.PhaseWaitingPromotion {
+		if p := a.own.Phase; p != flaggerv1.CanaryPhaseProgressing && p != flaggerv1.CanaryPhaseWaitingPromotion {
 			return Rollback(a.q, own, nil), nil
 		}
 		ds, pods, ownPods, _, err := reads.newCopy(q)
@@ -40,7 +42,7 @@ func (w rollback) read(ctx context.Context, q release.Question) decide {
 			if m.Process == a.q.Process {
 				continue
 			}
-			if _, ok := memberOfRelease(a.q, m); ok && m.Canary.Phase != release.PhaseFailed {
+			if _, ok := memberOfRelease(a.q, m); ok && m.Canary.Phase != flaggerv1.CanaryPhaseFailed {
 				if d := deploymentNamed(ds, m.Process); d != nil {
 					m.Pods = selectPods(pods, d.Selector)
 				}
@@ -60,15 +62,16 @@ const RollbackRestarts = 3
 // copy ready. Otherwise the answer is no without reading anything more.
 func RollbackEligible(own release.MemberState, ownCopy CopyState) (bool, string) {
 	switch own.Canary.Phase {
-	case release.PhaseProgressing:
+	case flaggerv1.CanaryPhaseProgressing:
 		return true, ""
-	case release.PhaseWaitingPromotion:
+	case flaggerv1.CanaryPhaseWaitingPromotion:
 		if ownCopy.ready() {
 			return true, ""
 		}
 		return false, fmt.Sprintf("%s waits at the barrier without a ready new copy", own.Process)
+	default:
+		return false, fmt.Sprintf("%s is %s, neither analysed nor at the barrier", own.Process, release.PhaseName(own.Canary.Phase))
 	}
-	return false, fmt.Sprintf("%s is %s, neither analysed nor at the barrier", own.Process, release.PhaseName(own.Canary.Phase))
 }
 
 // Rollback answers rollback: yes when the release can no longer pass, because
@@ -90,7 +93,7 @@ func Rollback(q release.Question, own release.MemberState, others []release.Memb
 			}
 			continue // not in this release: its state says nothing about it
 		}
-		if m.Canary.Phase == release.PhaseFailed {
+		if m.Canary.Phase == flaggerv1.CanaryPhaseFailed {
 			return yes("roll back: %s failed its analysis at %s", m.Process, q.Tag())
 		}
 		if s := ReadCopy(m.Pods); s.MostRestarts >= RollbackRestarts {

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -154,7 +156,7 @@ func stage(in Input) (Status, bool) {
 		return Status{Description: "Flux has not applied " + in.Pin + " yet"}, false
 	}
 	for _, m := range in.Members {
-		if m.State.HasCanary && m.State.Canary.Phase == release.PhaseFailed && !m.ChangedAt.Before(in.DeploymentCreated) {
+		if m.State.HasCanary && m.State.Canary.Phase == flaggerv1.CanaryPhaseFailed && !m.ChangedAt.Before(in.DeploymentCreated) {
 			return Status{State: StateFailure, Description: fmt.Sprintf("%s rolled back: %s", m.State.Process, oneLine(m.Message))}, true
 		}
 	}
@@ -194,14 +196,15 @@ func memberStage(m Member) string {
 		return "waits for Flagger"
 	}
 	switch c := m.State.Canary; c.Phase {
-	case release.PhaseProgressing:
+	case flaggerv1.CanaryPhaseProgressing:
 		return fmt.Sprintf("checks %d/%d", c.Iterations, m.Iterations)
-	case release.PhaseWaitingPromotion:
+	case flaggerv1.CanaryPhaseWaitingPromotion:
 		return "waits for the other members"
-	case release.PhasePromoting, release.PhaseFinalising:
+	case flaggerv1.CanaryPhasePromoting, flaggerv1.CanaryPhaseFinalising:
 		return "promoting"
+	default:
+		return "waits for Flagger"
 	}
-	return "waits for Flagger"
 }
 
 // warmupStage is the status once every member is through: the gate's warmup

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"github.com/JorisJonkers-dev/delivery/internal/release"
 )
 
@@ -24,7 +26,7 @@ func program(image string) *release.Deployment {
 
 // member is a Canary of Application app at revision rev in phase, with its
 // primary running what its Deployment holds when settled.
-func member(process, app, rev, phase string, settled bool) Member {
+func member(process, app, rev string, phase flaggerv1.CanaryPhase, settled bool) Member {
 	c := release.Canary{
 		Name: process, Phase: phase, LastAppliedSpec: "s2", LastPromotedSpec: "s2",
 		Webhooks: []map[string]string{{"application": app, "process": process, "revision": rev}},
@@ -49,8 +51,8 @@ func gate(warmups map[string]Warmup) Gate { return Gate{Answered: true, Warmups:
 func TestDecide(t *testing.T) {
 	base := Input{Project: "auth", Version: "1.4.0", RolloutDigest: pin, Pin: pin, DeploymentCreated: created, RolloutURL: "https://auth.example"}
 	in := func(f func(*Input)) Input { i := base; f(&i); return i }
-	settledA := member("auth-api", "auth", revA, release.PhaseSucceeded, true)
-	settledB := member("auth-ui", "auth", revA, release.PhaseInitialized, true)
+	settledA := member("auth-api", "auth", revA, flaggerv1.CanaryPhaseSucceeded, true)
+	settledB := member("auth-ui", "auth", revA, flaggerv1.CanaryPhaseInitialized, true)
 	warmed := gate(map[string]Warmup{"auth-system/auth": {Revision: revA, Warmed: true}})
 
 	cases := []struct {
@@ -101,7 +103,7 @@ func TestDecide(t *testing.T) {
 		{"Flux reconciling again after a failure it reported: nothing until it says how", in(func(i *Input) {
 			i.Unit = applied("Unknown")
 			i.Unit.Ready.Reason = "Progressing"
-			i.Members = []Member{with(member("auth-api", "auth", revA, release.PhaseProgressing, false), func(m *Member) { m.State.Canary.Iterations = 2 })}
+			i.Members = []Member{with(member("auth-api", "auth", revA, flaggerv1.CanaryPhaseProgressing, false), func(m *Member) { m.State.Canary.Iterations = 2 })}
 			i.Latest = &Status{State: StateFailure, EnvironmentURL: i.RolloutURL, Description: "Flux could not apply auth 1.4.0: HealthCheckFailed: timeout"}
 		}), "", ""},
 		{"Flux retrying the same failure: the time it waited is no new stage", in(func(i *Input) {
@@ -119,19 +121,19 @@ func TestDecide(t *testing.T) {
 		// Members not through.
 		{"a member in analysis: checks n/m", in(func(i *Input) {
 			i.Unit = applied("True")
-			i.Members = []Member{with(member("auth-api", "auth", revA, release.PhaseProgressing, false), func(m *Member) { m.State.Canary.Iterations = 2 }), settledB}
+			i.Members = []Member{with(member("auth-api", "auth", revA, flaggerv1.CanaryPhaseProgressing, false), func(m *Member) { m.State.Canary.Iterations = 2 }), settledB}
 		}), StateInProgress, "applied by Flux; auth-api checks 2/4"},
 		{"boundary: every iteration done, still Progressing", in(func(i *Input) {
 			i.Unit = applied("True")
-			i.Members = []Member{with(member("auth-api", "auth", revA, release.PhaseProgressing, false), func(m *Member) { m.State.Canary.Iterations = 4 })}
+			i.Members = []Member{with(member("auth-api", "auth", revA, flaggerv1.CanaryPhaseProgressing, false), func(m *Member) { m.State.Canary.Iterations = 4 })}
 		}), StateInProgress, "applied by Flux; auth-api checks 4/4"},
 		{"members at the barrier, promoting, and not started", in(func(i *Input) {
 			i.Unit = applied("True")
 			i.Members = []Member{
-				member("auth-api", "auth", revA, release.PhaseWaitingPromotion, false),
-				member("auth-ui", "auth", revA, release.PhasePromoting, false),
-				member("auth-worker", "auth", revA, release.PhaseFinalising, false),
-				member("auth-cron", "auth", revA, release.PhaseInitialized, false),
+				member("auth-api", "auth", revA, flaggerv1.CanaryPhaseWaitingPromotion, false),
+				member("auth-ui", "auth", revA, flaggerv1.CanaryPhasePromoting, false),
+				member("auth-worker", "auth", revA, flaggerv1.CanaryPhaseFinalising, false),
+				member("auth-cron", "auth", revA, flaggerv1.CanaryPhaseInitialized, false),
 				{Namespace: "auth-system", State: release.MemberState{Process: "auth-gone"}},
 			}
 		}), StateInProgress, "applied by Flux; auth-api waits for the other members, auth-ui promoting, auth-worker promoting, auth-cron waits for Flagger and 1 more"},
@@ -142,17 +144,17 @@ func TestDecide(t *testing.T) {
 		// Rolled back.
 		{"a member rolled back after the Deployment was created", in(func(i *Input) {
 			i.Unit = applied("True")
-			i.Members = []Member{settledB, with(member("auth-api", "auth", revA, release.PhaseFailed, false), func(m *Member) {
+			i.Members = []Member{settledB, with(member("auth-api", "auth", revA, flaggerv1.CanaryPhaseFailed, false), func(m *Member) {
 				m.Message = "Canary analysis failed,\nDeployment scaled to zero."
 			})}
 		}), StateFailure, "auth-api rolled back: Canary analysis failed, Deployment scaled to zero."},
 		{"boundary: failed the same second the Deployment was created", in(func(i *Input) {
 			i.Unit = applied("True")
-			i.Members = []Member{with(member("auth-api", "auth", revA, release.PhaseFailed, false), func(m *Member) { m.ChangedAt = created; m.Message = "halted" })}
+			i.Members = []Member{with(member("auth-api", "auth", revA, flaggerv1.CanaryPhaseFailed, false), func(m *Member) { m.ChangedAt = created; m.Message = "halted" })}
 		}), StateFailure, "auth-api rolled back: halted"},
 		{"boundary: failed before the Deployment was created (an earlier release)", in(func(i *Input) {
 			i.Unit = applied("True")
-			i.Members = []Member{with(member("auth-api", "auth", revA, release.PhaseFailed, false), func(m *Member) { m.ChangedAt = created.Add(-time.Second) })}
+			i.Members = []Member{with(member("auth-api", "auth", revA, flaggerv1.CanaryPhaseFailed, false), func(m *Member) { m.ChangedAt = created.Add(-time.Second) })}
 		}), StateInProgress, "applied by Flux; auth-api waits for Flagger"},
 		// Promoted: the gate's warmup.
 		{"every member through, no warmup recorded yet", in(func(i *Input) {
@@ -170,7 +172,7 @@ func TestDecide(t *testing.T) {
 		}), StateSuccess, "auth 1.4.0 promoted and warmed up"},
 		{"two Applications: one warmed, one still warming", in(func(i *Input) {
 			i.Unit = applied("True")
-			i.Members = []Member{settledA, with(member("billing-api", "billing", revB, release.PhaseSucceeded, true), func(m *Member) { m.Namespace = "billing-system" })}
+			i.Members = []Member{settledA, with(member("billing-api", "billing", revB, flaggerv1.CanaryPhaseSucceeded, true), func(m *Member) { m.Namespace = "billing-system" })}
 			i.Gate = warmed
 		}), StateInProgress, "promoted; the Release Gate is warming up billing"},
 		{"the warmup met a 5xx", in(func(i *Input) {

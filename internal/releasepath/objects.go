@@ -177,7 +177,7 @@ func (k *Objects) CanariesIn(ctx context.Context, namespace string) ([]release.C
 func CanaryOf(c *flaggerv1.Canary) release.Canary {
 	out := release.Canary{
 		Name:              c.Name,
-		Phase:             string(c.Status.Phase),
+		Phase:             c.Status.Phase,
 		Iterations:        c.Status.Iterations,
 		LastAppliedSpec:   c.Status.LastAppliedSpec,
 		LastPromotedSpec:  c.Status.LastPromotedSpec,

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"sync"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/JorisJonkers-dev/delivery/internal/release"
 	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
 
@@ -241,7 +242,7 @@ func fluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 		return facts, nil
 	}
 	for _, m := range u.Members {
-		if m.State.HasCanary && m.State.Canary.Phase == release.PhaseFailed {
+		if m.State.HasCanary && m.State.Canary.Phase == flaggerv1.CanaryPhaseFailed {
 			f := phase(PhaseDegraded)
 			f.Abort, f.At, f.Message = true, m.ChangedAt, m.State.Process+" rolled back: "+m.Message
 			return append(facts, f), nil
@@ -266,8 +267,8 @@ func fluxFacts(u FluxUnit, cluster, env string) ([]Fact, error) {
 
 // analysingPhases are Flagger's phases of a Canary taking a new spec
 // through its analysis or promotion.
-var analysingPhases = []string{release.PhaseProgressing, release.PhaseWaiting, release.PhaseWaitingPromotion,
-	release.PhasePromoting, release.PhaseFinalising}
+var analysingPhases = []flaggerv1.CanaryPhase{flaggerv1.CanaryPhaseProgressing, flaggerv1.CanaryPhaseWaiting, flaggerv1.CanaryPhaseWaitingPromotion,
+	flaggerv1.CanaryPhasePromoting, flaggerv1.CanaryPhaseFinalising}
 
 // analysing reports whether a member's Canary is in one of them.
 func analysing(members []releasepath.Member) bool {

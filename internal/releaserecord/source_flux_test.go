@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +39,7 @@ func view(members ...releasepath.Member) rr.FluxUnit {
 
 // member is a member in phase; settled promotes its spec and gives its
 // primary what its Deployment runs.
-func member(name, phase string, settled bool) releasepath.Member {
+func member(name string, phase flaggerv1.CanaryPhase, settled bool) releasepath.Member {
 	dep := func(image string) *gaterelease.Deployment {
 		return &gaterelease.Deployment{Name: name, Containers: []gaterelease.Container{{Name: "app", Image: image}}}
 	}
@@ -65,15 +67,15 @@ func TestFluxFacts(t *testing.T) {
 		Ready: releasepath.Condition{Status: "False", Reason: "DependencyNotReady"}}
 	applying := view()
 	applying.Unit.Unit.Ready = releasepath.Condition{Status: "Unknown", Reason: "Progressing"}
-	failedAfterApply := view(member("api", gaterelease.PhaseSucceeded, true))
+	failedAfterApply := view(member("api", flaggerv1.CanaryPhaseSucceeded, true))
 	failedAfterApply.Unit.Unit.Ready = releasepath.Condition{Status: "False", Reason: "HealthCheckFailed", Message: "timeout"}
-	gated := member("api", gaterelease.PhaseSucceeded, true)
+	gated := member("api", flaggerv1.CanaryPhaseSucceeded, true)
 	gated.State.Canary.Webhooks = []map[string]string{{"application": "docs", "revision": "sha256:" + strings.Repeat("a", 64)}}
 	warmupFailed := view(gated)
 	warmupFailed.Gate.Warmups = map[string]releasepath.Warmup{"docs/docs": {Revision: "sha256:" + strings.Repeat("a", 64),
 		Failed: &releasepath.WarmupFailure{Request: "GET /", Status: 500}}}
 	warming := view(gated)
-	failed := member("ui", gaterelease.PhaseFailed, false)
+	failed := member("ui", flaggerv1.CanaryPhaseFailed, false)
 	failed.Message = "canary analysis failed"
 	rollback := view()
 	rollback.Unit.Annotations = map[string]string{rr.AnnotationRollbackOf: idB, rr.AnnotationRollbackReason: "error\nrate"}
@@ -89,9 +91,9 @@ func TestFluxFacts(t *testing.T) {
 			Ready: releasepath.Condition{Status: "Unknown", Reason: "Progressing", Message: "Health check in progress"}}
 		return u
 	}
-	analysingEarly := beforeApplied(member("api", gaterelease.PhaseProgressing, false))
-	notAnalysing := beforeApplied(member("api", gaterelease.PhaseSucceeded, true))
-	notAttempted := beforeApplied(member("api", gaterelease.PhaseProgressing, false))
+	analysingEarly := beforeApplied(member("api", flaggerv1.CanaryPhaseProgressing, false))
+	notAnalysing := beforeApplied(member("api", flaggerv1.CanaryPhaseSucceeded, true))
+	notAttempted := beforeApplied(member("api", flaggerv1.CanaryPhaseProgressing, false))
 	notAttempted.Unit.Unit.AttemptedRevision = "latest@" + pin0
 	fetchRetrying := view()
 	fetchRetrying.Unit.Unit = releasepath.Unit{AppliedRevision: "latest@" + pin0, AttemptedRevision: "latest@" + pin0, Ready: releasepath.Condition{Status: "True"}}
@@ -115,11 +117,11 @@ func TestFluxFacts(t *testing.T) {
 		{name: "the unit waits on another: merged alone", unit: waiting},
 		{name: "applied, no members, not Ready yet: progressing", unit: applying, phase: rr.PhaseProgressing},
 		{name: "applied, no members, Ready: healthy", unit: view(), phase: rr.PhaseHealthy},
-		{name: "a Canary analysing: progressing, no pod hash", unit: view(member("api", gaterelease.PhaseProgressing, false), member("ui", gaterelease.PhaseSucceeded, true)), phase: rr.PhaseProgressing},
-		{name: "every member settled and promoted: healthy with the pod hash", unit: view(member("ui", gaterelease.PhaseSucceeded, true), member("api", gaterelease.PhaseInitialized, true)),
+		{name: "a Canary analysing: progressing, no pod hash", unit: view(member("api", flaggerv1.CanaryPhaseProgressing, false), member("ui", flaggerv1.CanaryPhaseSucceeded, true)), phase: rr.PhaseProgressing},
+		{name: "every member settled and promoted: healthy with the pod hash", unit: view(member("ui", flaggerv1.CanaryPhaseSucceeded, true), member("api", flaggerv1.CanaryPhaseInitialized, true)),
 			phase: rr.PhaseHealthy, podHash: "api=api-spec-new,ui=ui-spec-new"},
-		{name: "a member settled but not promoted: progressing", unit: view(member("api", gaterelease.PhaseSucceeded, false)), phase: rr.PhaseProgressing},
-		{name: "a Canary failed: degraded with the abort flag", unit: view(member("api", gaterelease.PhaseSucceeded, true), failed),
+		{name: "a member settled but not promoted: progressing", unit: view(member("api", flaggerv1.CanaryPhaseSucceeded, false)), phase: rr.PhaseProgressing},
+		{name: "a Canary failed: degraded with the abort flag", unit: view(member("api", flaggerv1.CanaryPhaseSucceeded, true), failed),
 			phase: rr.PhaseDegraded, abort: true, podHash: "api=api-spec-new,ui=ui-spec-new", message: "ui rolled back: canary analysis failed"},
 		{name: "Flux fails after applying: a sync failure", unit: failedAfterApply, phase: rr.PhaseSyncFailed, message: "HealthCheckFailed: timeout"},
 		{name: "the warmup failed: degraded without the abort flag", unit: warmupFailed, phase: rr.PhaseDegraded, podHash: "api=api-spec-new", message: "warmup failed"},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,7 +128,7 @@ func HeldOf(rec *release.Record, members []releasepath.Member) string {
 		return rec.Held.Reason
 	}
 	for _, m := range members {
-		if !m.State.HasCanary || m.State.Canary.Phase != release.PhaseFailed {
+		if !m.State.HasCanary || m.State.Canary.Phase != flaggerv1.CanaryPhaseFailed {
 			continue
 		}
 		if _, rev, err := release.CanaryRelease(m.State.Canary); err != nil || rev != rec.Pinned {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	flaggerv1 "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,7 +25,7 @@ var (
 
 // carrying is a member of the Application docs whose Canary carries rev,
 // in phase since changed.
-func carrying(name, rev, phase string, changed time.Time) releasepath.Member {
+func carrying(name, rev string, phase flaggerv1.CanaryPhase, changed time.Time) releasepath.Member {
 	m := member(name, phase, false)
 	m.State.Canary.Webhooks = []map[string]string{{"application": "docs", "revision": rev}, {"other": "hook"}}
 	m.ChangedAt = changed
@@ -44,20 +46,20 @@ func TestHeldOf(t *testing.T) {
 		members []releasepath.Member
 		want    string
 	}{
-		{name: "no record: nothing pinned, not held", members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseFailed, t0)}},
+		{name: "no record: nothing pinned, not held", members: []releasepath.Member{carrying("api", revA, flaggerv1.CanaryPhaseFailed, t0)}},
 		{name: "a record pinning nothing: what is applied serves", rec: &gaterelease.Record{Serving: revA},
-			members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseFailed, t0)}},
+			members: []releasepath.Member{carrying("api", revA, flaggerv1.CanaryPhaseFailed, t0)}},
 		{name: "pinned and analysing: not held", rec: pinned(revA, since),
-			members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0.Add(time.Minute))}},
+			members: []releasepath.Member{carrying("api", revA, flaggerv1.CanaryPhaseProgressing, t0.Add(time.Minute))}},
 		{name: "pinned and a member failed after: analysis-failed", rec: pinned(revA, since),
-			members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseSucceeded, t0), carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))},
+			members: []releasepath.Member{carrying("api", revA, flaggerv1.CanaryPhaseSucceeded, t0), carrying("ui", revA, flaggerv1.CanaryPhaseFailed, t0.Add(time.Minute))},
 			want:    "analysis-failed"},
 		{name: "a failure within the second the gate first saw it is this release's", rec: pinned(revA, since),
-			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0)}, want: "analysis-failed"},
+			members: []releasepath.Member{carrying("ui", revA, flaggerv1.CanaryPhaseFailed, t0)}, want: "analysis-failed"},
 		{name: "a failure from before it was seen is the release before's", rec: pinned(revA, since),
-			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(-time.Second))}},
+			members: []releasepath.Member{carrying("ui", revA, flaggerv1.CanaryPhaseFailed, t0.Add(-time.Second))}},
 		{name: "a failed Canary carrying another revision is not this release's", rec: pinned(revA, since),
-			members: []releasepath.Member{carrying("ui", revB, gaterelease.PhaseFailed, t0.Add(time.Minute))}},
+			members: []releasepath.Member{carrying("ui", revB, flaggerv1.CanaryPhaseFailed, t0.Add(time.Minute))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := rr.HeldOf(tc.rec, tc.members); got != tc.want {
@@ -89,7 +91,7 @@ func TestHeldOfRecorded(t *testing.T) {
 		r.Held = &gaterelease.HeldRecord{Reason: reason, Cause: "what holds it", Since: since}
 		return r
 	}
-	analysing := []releasepath.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0), carrying("ui", revA, gaterelease.PhaseSucceeded, t0)}
+	analysing := []releasepath.Member{carrying("api", revA, flaggerv1.CanaryPhaseProgressing, t0), carrying("ui", revA, flaggerv1.CanaryPhaseSucceeded, t0)}
 	for _, tc := range []struct {
 		name    string
 		rec     *gaterelease.Record
@@ -99,16 +101,16 @@ func TestHeldOfRecorded(t *testing.T) {
 		{name: "stale-proof, which no Canary shows", rec: holding(revA, releasegate.HeldStaleProof), members: analysing, want: "stale-proof"},
 		{name: "migration-failed, which no Canary shows", rec: holding(revA, releasegate.HeldMigrationFailed), members: analysing, want: "migration-failed"},
 		{name: "analysis-failed", rec: holding(revA, releasegate.HeldAnalysisFailed),
-			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
+			members: []releasepath.Member{carrying("ui", revA, flaggerv1.CanaryPhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
 		{name: "the recorded word over the inference: a failed member, held for its migration", rec: holding(revA, releasegate.HeldMigrationFailed),
-			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "migration-failed"},
+			members: []releasepath.Member{carrying("ui", revA, flaggerv1.CanaryPhaseFailed, t0.Add(time.Minute))}, want: "migration-failed"},
 		{name: "Canaries carrying another revision: the release before's hold", rec: holding(revA, releasegate.HeldStaleProof),
-			members: []releasepath.Member{carrying("api", revB, gaterelease.PhaseProgressing, t0)}},
+			members: []releasepath.Member{carrying("api", revB, flaggerv1.CanaryPhaseProgressing, t0)}},
 		{name: "Canaries disagreeing: a render being applied, no word", rec: holding(revA, releasegate.HeldStaleProof),
-			members: []releasepath.Member{carrying("api", revA, gaterelease.PhaseProgressing, t0), carrying("ui", revB, gaterelease.PhaseProgressing, t0)}},
+			members: []releasepath.Member{carrying("api", revA, flaggerv1.CanaryPhaseProgressing, t0), carrying("ui", revB, flaggerv1.CanaryPhaseProgressing, t0)}},
 		{name: "no member", rec: holding(revA, releasegate.HeldStaleProof)},
 		{name: "an older gate's record, no hold: inferred as before", rec: pinned(revA, since),
-			members: []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
+			members: []releasepath.Member{carrying("ui", revA, flaggerv1.CanaryPhaseFailed, t0.Add(time.Minute))}, want: "analysis-failed"},
 		{name: "an older gate's record, no hold, nothing failed: not held", rec: pinned(revA, since), members: analysing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,11 +122,11 @@ func TestHeldOfRecorded(t *testing.T) {
 }
 
 func TestApplicationOf(t *testing.T) {
-	noCanary := carrying("ui", revA, gaterelease.PhaseProgressing, t0)
+	noCanary := carrying("ui", revA, flaggerv1.CanaryPhaseProgressing, t0)
 	noCanary.State.HasCanary = false
-	otherNS := carrying("ui", revA, gaterelease.PhaseProgressing, t0)
+	otherNS := carrying("ui", revA, flaggerv1.CanaryPhaseProgressing, t0)
 	otherNS.Namespace = "elsewhere"
-	ungated := member("ui", gaterelease.PhaseProgressing, false)
+	ungated := member("ui", flaggerv1.CanaryPhaseProgressing, false)
 	for _, tc := range []struct {
 		name    string
 		members []releasepath.Member
@@ -150,7 +152,7 @@ func TestApplicationOf(t *testing.T) {
 // unit and its Canaries as what it moved.
 func TestFluxFactsSayTheGatesWord(t *testing.T) {
 	reason := "analysis-failed"
-	u := view(member("api", gaterelease.PhaseProgressing, false))
+	u := view(member("api", flaggerv1.CanaryPhaseProgressing, false))
 	u.Namespace = "flux-system"
 	u.Unit.Canaries = []types.NamespacedName{{Namespace: "docs", Name: "ui"}, {Namespace: "docs", Name: "api"}}
 	u.Held = &reason
@@ -184,7 +186,7 @@ func TestGateRecordsUnderTheGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failedAfter := []releasepath.Member{carrying("ui", revA, gaterelease.PhaseFailed, t0.Add(time.Minute))}
+	failedAfter := []releasepath.Member{carrying("ui", revA, flaggerv1.CanaryPhaseFailed, t0.Add(time.Minute))}
 	if reason, known, err := gate.Held(ctx, failedAfter); err != nil || !known || reason != "" {
 		t.Fatalf("no record: %q %v %v", reason, known, err)
 	}
@@ -206,7 +208,7 @@ func TestGateRecordsUnderTheGrant(t *testing.T) {
 	recorded := *pinned(revA, t0)
 	recorded.Held = &gaterelease.HeldRecord{Reason: "stale-proof", Cause: "the migration of an earlier release was left applied", Since: t0}
 	write(gaterelease.EncodeRecord(recorded))
-	analysing := []releasepath.Member{carrying("ui", revA, gaterelease.PhaseProgressing, t0.Add(time.Minute))}
+	analysing := []releasepath.Member{carrying("ui", revA, flaggerv1.CanaryPhaseProgressing, t0.Add(time.Minute))}
 	if reason, known, err := gate.Held(ctx, analysing); err != nil || !known || reason != "stale-proof" {
 		t.Fatalf("a recorded hold: %q %v %v", reason, known, err)
 	}
@@ -214,7 +216,7 @@ func TestGateRecordsUnderTheGrant(t *testing.T) {
 	if reason, known, err := gate.Held(ctx, failedAfter); err != nil || known {
 		t.Fatalf("a record the gate cannot answer from: %q %v %v", reason, known, err)
 	}
-	if _, known, err := gate.Held(ctx, []releasepath.Member{member("ui", gaterelease.PhaseFailed, false)}); err != nil || known {
+	if _, known, err := gate.Held(ctx, []releasepath.Member{member("ui", flaggerv1.CanaryPhaseFailed, false)}); err != nil || known {
 		t.Fatalf("Canaries naming no Application: %v %v", known, err)
 	}
 }
