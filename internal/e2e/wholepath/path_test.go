@@ -112,6 +112,8 @@ type app struct {
 	// deployments are the GitHub Deployments of its releases by version,
 	// the newest of each.
 	deployments map[string]int64
+	// pinnedAt is when its pin last moved.
+	pinnedAt time.Time
 }
 
 func newApp(t *testing.T) *app {
@@ -167,6 +169,7 @@ func (a *app) pin(art testenv.Artifact) {
 	// every status after that is the Reporter's.
 	a.deployments[art.Tag] = a.e.GitHub.AddDeployment(a.repository(), fakegithub.NewDeployment{Ref: art.Tag, Environment: recordEnv,
 		Payload: json.RawMessage(fmt.Sprintf(`{"project":%q,"version":%q}`, a.ns, art.Tag))})
+	a.pinnedAt = time.Now()
 	if err := a.e.Unit(context.Background(), a.ns, art); err != nil {
 		a.t.Fatal(err)
 	}
@@ -224,9 +227,17 @@ func (a *app) canary(process string) *flaggerv1.Canary {
 // phase waits until process's Canary is in phase.
 func (a *app) phase(process string, phase flaggerv1.CanaryPhase, deadline time.Duration) {
 	a.t.Helper()
+	// A release's end is Flagger's only once written after the pin moved:
+	// until Flagger's next tick sees the new spec, the Canary still says
+	// how the release before it ended.
+	ended := phase == flaggerv1.CanaryPhaseSucceeded || phase == flaggerv1.CanaryPhaseFailed
 	a.waitFor(fmt.Sprintf("Canary %s to be %s", process, phase), deadline, func() (bool, string) {
 		c := a.canary(process)
-		return c.Status.Phase == phase, fmt.Sprintf("%q, iterations %d, failed checks %d", c.Status.Phase, c.Status.Iterations, c.Status.FailedChecks)
+		said := fmt.Sprintf("%q, iterations %d, failed checks %d", c.Status.Phase, c.Status.Iterations, c.Status.FailedChecks)
+		if ended && c.Status.LastTransitionTime.Time.Before(a.pinnedAt.Truncate(time.Second)) {
+			return false, said + ", written before the pin moved"
+		}
+		return c.Status.Phase == phase, said
 	})
 }
 
