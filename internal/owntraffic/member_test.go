@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,10 +39,12 @@ func startMember(t testing.TB, handler http.HandlerFunc, configure func(*http.Se
 	t.Helper()
 	m := &member{hits: &hits.Counter{}}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.hits.Add(r.URL.EscapedPath())
+		// The headers first: a test that sees the hit counted then reads
+		// them, and the counter's lock orders the two.
 		m.mu.Lock()
 		m.headers = append(m.headers, r.Header.Clone())
 		m.mu.Unlock()
+		m.hits.Add(r.URL.EscapedPath())
 		handler(w, r)
 	}))
 	if configure != nil {
@@ -55,6 +58,13 @@ func startMember(t testing.TB, handler http.HandlerFunc, configure func(*http.Se
 func (m *member) count(path string) int { return m.hits.Count(path) }
 
 func (m *member) total() int { return m.hits.Total() }
+
+// seenHeaders is a copy of the headers of every request so far.
+func (m *member) seenHeaders() []http.Header {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.headers)
+}
 
 // base is the member's Canary service as production names it.
 func (m *member) base(t *testing.T) string {

@@ -51,7 +51,7 @@ func TestProtected(t *testing.T) {
 	if target.total() != 0 {
 		t.Errorf("the sign-in redirect was followed: %v", target.hits)
 	}
-	for _, h := range m.headers {
+	for _, h := range m.seenHeaders() {
 		if len(h.Values("Authorization")) > 0 || len(h.Values("Cookie")) > 0 {
 			t.Errorf("the request carried credentials: %v", h)
 		}

@@ -78,12 +78,13 @@ func newCopyServer(t testing.TB, handler http.HandlerFunc) *copyServer {
 	t.Helper()
 	c := &copyServer{hits: &hits.Counter{}}
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.hits.Add(r.URL.Path)
+		// auth first: a test that sees the hit counted then reads it.
 		c.mu.Lock()
 		if r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "" {
 			c.auth++
 		}
 		c.mu.Unlock()
+		c.hits.Add(r.URL.Path)
 		handler(w, r)
 	}))
 	t.Cleanup(c.srv.Close)
