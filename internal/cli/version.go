@@ -6,7 +6,7 @@ import (
 )
 
 // The version and commit a build stamps with -ldflags -X (the Makefile,
-// tools/images and the Dockerfiles do): a release's tag, which Go's own
+// tools/images and deploy/Dockerfile do): a release's tag, which Go's own
 // record cannot give (a build inside the checkout records "(devel)" or a
 // pseudo-version), and the commit where the build has no .git to read.
 // Empty where the build stamped nothing; then Go's record speaks.

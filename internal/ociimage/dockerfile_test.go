@@ -14,11 +14,9 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 )
 
-// dockerfileOf is where a target's Dockerfile is: one per command, so
-// backup's three images are three stages of one file, named for the method.
-func dockerfileOf(t Target) string {
-	return filepath.Join("..", "..", "deploy", t.Command, "Dockerfile")
-}
+// dockerfile holds every image as a stage named for its target, after one
+// build stage that compiles every command.
+var dockerfile = filepath.Join("..", "..", "deploy", "Dockerfile")
 
 // stagesOf parses a Dockerfile as BuildKit does, failing on any warning its
 // parser or its linter gives.
@@ -50,63 +48,67 @@ func stagesOf(t *testing.T, path string) []instructions.Stage {
 	return stages
 }
 
-// TestDockerfiles holds each image's Dockerfile to what make images builds:
-// a golang stage that builds the target's own command static, and a final
-// stage on a nonroot base that copies that binary to the same path, runs as
-// 65532 and starts with the same entrypoint, in exec form.
-func TestDockerfiles(t *testing.T) {
-	files := map[string]bool{}
-	for _, target := range Targets() {
-		path := dockerfileOf(target)
-		files[path] = true
-		stages := stagesOf(t, path)
-		if len(stages) < 2 {
-			t.Errorf("%s: %d stages, want a builder and the image", path, len(stages))
+// TestDockerfile holds deploy/Dockerfile to what make images builds: a
+// golang stage that builds every target's command static, then a stage per
+// target, named for it and in the same order, on a nonroot base that copies
+// its binary to the same path, runs as 65532 and starts with the same
+// entrypoint, in exec form.
+func TestDockerfile(t *testing.T) {
+	path := dockerfile
+	stages := stagesOf(t, path)
+	targets := Targets()
+	if len(stages) != 1+len(targets) {
+		t.Fatalf("%s: %d stages, want a builder and %d images", path, len(stages), len(targets))
+	}
+	build := stages[0]
+	if !strings.HasPrefix(build.BaseName, "golang:") || build.Name != "build" {
+		t.Errorf("%s: the first stage is %s AS %s, want golang AS build", path, build.BaseName, build.Name)
+	}
+	var packages []string
+	for _, target := range targets {
+		if !slices.Contains(packages, target.Package()) {
+			packages = append(packages, target.Package())
+		}
+	}
+	if !builds(build, packages) {
+		t.Errorf("%s: no RUN in the build stage builds %v, and nothing else, static into /out/", path, packages)
+	}
+	for i, target := range targets {
+		stage := stages[1+i]
+		if stage.Name != target.Name {
+			t.Errorf("%s: stage %d is %q, want %s", path, 1+i, stage.Name, target.Name)
 			continue
 		}
-		build := stages[0]
-		if !strings.HasPrefix(build.BaseName, "golang:") || build.Name != "build" {
-			t.Errorf("%s: the first stage is %s AS %s, want golang AS build", path, build.BaseName, build.Name)
-		}
-		binary := "/out/" + target.Command
-		if !builds(build, binary, target.Package()) {
-			t.Errorf("%s: no RUN in the build stage builds %s static into %s", path, target.Package(), binary)
-		}
-		final := stages[len(stages)-1]
-		if len(target.Args) > 0 {
-			i := slices.IndexFunc(stages, func(s instructions.Stage) bool { return s.Name == target.Args[0] })
-			if i < 0 {
-				t.Errorf("%s: no stage %s for %s", path, target.Args[0], target.Name)
-				continue
-			}
-			final = stages[i]
-		}
-		checkFinal(t, path, target, final, binary)
+		checkFinal(t, path, target, stage, "/out/"+target.Command)
 	}
+	// A Dockerfile beside a command's manifests would be a second, unchecked
+	// way to build its image.
 	found, err := filepath.Glob(filepath.Join("..", "..", "deploy", "*", "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range found {
-		if !files[f] {
-			t.Errorf("%s builds no image make images builds", f)
-		}
+		t.Errorf("%s: every image is a stage of %s", f, path)
 	}
 }
 
-// builds reports whether stage has a RUN that builds pkg into out with cgo
-// off and -trimpath, stamping the build arguments VERSION and COMMIT as
-// internal/cli reads them, so a release's image says its tag.
-func builds(stage instructions.Stage, out, pkg string) bool {
+// builds reports whether stage has a RUN that builds exactly pkgs into /out/
+// with cgo off and -trimpath, stamping the build arguments VERSION and COMMIT
+// as internal/cli reads them, so a release's image says its tag.
+func builds(stage instructions.Stage, pkgs []string) bool {
 	for _, c := range stage.Commands {
 		run, ok := c.(*instructions.RunCommand)
 		if !ok {
 			continue
 		}
 		line := strings.Join(run.CmdLine, " ")
-		if strings.Contains(line, "CGO_ENABLED=0") && strings.Contains(line, " go build ") &&
-			strings.Contains(line, " -trimpath ") && strings.Contains(line, "-o "+out+" ") && strings.HasSuffix(line, " "+pkg) &&
-			strings.Contains(line, "-X "+cli.VersionSymbol+"=${VERSION}") && strings.Contains(line, "-X "+cli.CommitSymbol+"=${COMMIT}") {
+		i := strings.Index(line, " -o /out/ ")
+		if i < 0 {
+			continue
+		}
+		if strings.Contains(line, "CGO_ENABLED=0") && strings.Contains(line, " go build ") && strings.Contains(line, " -trimpath ") &&
+			strings.Contains(line, "-X "+cli.VersionSymbol+"=${VERSION}") && strings.Contains(line, "-X "+cli.CommitSymbol+"=${COMMIT}") &&
+			slices.Equal(strings.Fields(line[i+len(" -o /out/ "):]), pkgs) {
 			return true
 		}
 	}

@@ -10,21 +10,22 @@ import (
 // starts it. Several targets may share a command (backup's methods), and
 // then the same binary.
 type Target struct {
-	Name    string   // the image's name: bin/images/<Name>.tar, and its name in the layout
+	Name    string   // the image's name: bin/images/<Name>.tar, its name in the layout, its stage in deploy/Dockerfile
 	Command string   // the folder under cmd/, which is also the binary's name
 	Args    []string // what the entrypoint passes the binary before a run's own arguments
 	// Description is the image's org.opencontainers.image.description label.
 	Description string
 }
 
-// BinaryDir is where every image keeps its binary, as the Dockerfiles do.
+// BinaryDir is where every image keeps its binary, as deploy/Dockerfile's
+// stages do.
 const BinaryDir = "/usr/local/bin"
 
 // NoPgDumpall says what the backup-postgres image lacks, for the help, the
 // label and the docs to say the same thing.
 const NoPgDumpall = "backup-postgres holds no pg_dumpall: pg_dumpall runs pg_dump through /bin/sh, and these " +
 	"images have no shell, so a run fails naming pg_dumpall; the image that dumps is built FROM a " +
-	"postgres base of the server's major version (deploy/backup/Dockerfile, --target postgres)"
+	"postgres base of the server's major version (deploy/Dockerfile, --target backup-postgres)"
 
 var targets = []Target{
 	{Name: "release-gate", Command: "release-gate", Description: "The Release Gate: answers Flagger's webhooks and reconciles every gated Application"},

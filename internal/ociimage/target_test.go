@@ -84,7 +84,7 @@ func TestEveryCommandHasAnImage(t *testing.T) {
 	}
 	for _, d := range dirs {
 		if d.IsDir() && d.Name() != "demo" && !commands[d.Name()] {
-			t.Errorf("cmd/%s has no image: add its Target in internal/ociimage/target.go and its deploy/%s/Dockerfile", d.Name(), d.Name())
+			t.Errorf("cmd/%s has no image: add its Target in internal/ociimage/target.go and its stage in deploy/Dockerfile", d.Name())
 		}
 	}
 	var methods, args []string

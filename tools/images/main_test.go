@@ -34,7 +34,7 @@ func TestHelpAndVersion(t *testing.T) {
 		}})
 	var help bytes.Buffer
 	service.Help(&help)
-	for _, want := range []string{"backup-postgres holds no pg_dumpall", "deploy/backup/Dockerfile", "no shell", "backup-rabbitmq"} {
+	for _, want := range []string{"backup-postgres holds no pg_dumpall", "deploy/Dockerfile, --target backup-postgres", "no shell", "backup-rabbitmq"} {
 		if !strings.Contains(strings.Join(strings.Fields(help.String()), " "), want) {
 			t.Errorf("the help does not say %q:\n%s", want, help.String())
 		}
