@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -240,6 +241,16 @@ func TestTheManifestsArtifactPinsEveryImageAndIsSigned(t *testing.T) {
 	dir := unpack(t, art)
 	if err := publish.CheckPinned(dir, out.Images); err != nil {
 		t.Error(err)
+	}
+	// deploy/ holds the Dockerfile and Go tests beside the manifests; Flux
+	// is to get the manifests alone.
+	if err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(path, ".yaml") {
+			t.Errorf("the artifact holds %s, which is no manifest", strings.TrimPrefix(path, dir))
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 	for _, want := range []string{"kustomization.yaml", "release-gate/deployment.yaml", "monitoring/servicemonitors.yaml", "templates/backup/postgres.yaml"} {
 		if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
