@@ -12,23 +12,11 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/backup"
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
-	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
 func main() {
-	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Getenv, time.Now, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
-// invocation is what one run is handed: its environment, clock and outputs.
-type invocation struct {
-	getenv         func(string) string
-	now            func() time.Time
-	stdout, stderr io.Writer
-	logger         *slog.Logger
+	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, time.Now, os.Stdout, os.Stderr) })
 }
 
 func exitWith(code int) error {
@@ -43,15 +31,15 @@ func exitWith(code int) error {
 // 2 with the usage on stderr before anything reads the environment.
 func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
 	env := cli.NewEnv(getenv, stdout, stderr)
-	in := invocation{getenv: getenv, now: now, stdout: stdout, stderr: stderr, logger: env.Log}
+	env.Now = now
 	commands := []*cobra.Command{}
 	for _, m := range backup.Methods() {
-		commands = append(commands, methodCommand(in, m))
+		commands = append(commands, methodCommand(env, m))
 	}
 	// restore and drill log only where they promise JSON lines (--json, or
 	// no terminal), so theirs stays JSON whatever stderr is.
-	jsonIn := in
-	jsonIn.logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: env.Level()}))
+	jsonIn := env
+	jsonIn.Log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: env.Level()}))
 	return env.Execute(ctx, cli.Command{
 		Service: cli.Service{Name: "backup", Variables: variablesOf("backup"), Summary: "backup writes one generation of a volume (files), a PostgreSQL server (postgres) or a RabbitMQ\n" +
 			"broker's definitions (rabbitmq) onto the backup claim, copies it off the cluster when a destination\n" +
@@ -63,7 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 	}, args)
 }
 
-func methodCommand(in invocation, m backup.Method) *cobra.Command {
+func methodCommand(in cli.Env, m backup.Method) *cobra.Command {
 	method := m.Name()
 	return &cobra.Command{
 		Use:   method,
@@ -77,16 +65,16 @@ func methodCommand(in invocation, m backup.Method) *cobra.Command {
 }
 
 // runJob writes, copies and prunes one generation of method.
-func runJob(ctx context.Context, in invocation, method string) error {
-	logger := in.logger
-	job, err := configure(method, in.getenv, logger)
+func runJob(ctx context.Context, in cli.Env, method string) error {
+	logger := in.Log
+	job, err := configure(method, in.Getenv, logger)
 	if err != nil {
 		return cli.BadSetting(err)
 	}
-	job.Now = in.now
+	job.Now = in.Now
 	job.Logger = logger
 	if copier, ok := job.OffCluster.(*backup.OffClusterCopy); ok {
-		copier.Now, copier.Logger = in.now, logger
+		copier.Now, copier.Logger = in.Now, logger
 	}
 	result, err := job.Run(ctx)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/JorisJonkers-dev/delivery/internal/backup"
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
@@ -89,7 +90,7 @@ type restoreOptions struct {
 	json     bool
 }
 
-func restoreCommand(in invocation) *cobra.Command {
+func restoreCommand(in cli.Env) *cobra.Command {
 	var o restoreOptions
 	c := &cobra.Command{
 		Use:   "restore [--claim] [--identity FILE] [--json] --target DIR GENERATION",
@@ -128,9 +129,9 @@ func restoreCommand(in invocation) *cobra.Command {
 }
 
 // runRestore is "backup restore": one generation into a folder, or the list.
-func runRestore(ctx context.Context, in invocation, o restoreOptions, args []string) int {
-	report := newReporter(o.json, in.stderr, in.logger)
-	restorer, err := restorerFor(in.getenv, o.claim, o.identity, o.list)
+func runRestore(ctx context.Context, in cli.Env, o restoreOptions, args []string) int {
+	report := newReporter(o.json, in.Stderr, in.Log)
+	restorer, err := restorerFor(in.Getenv, o.claim, o.identity, o.list)
 	if err != nil {
 		report.notStarted("restore", err)
 		return 2
@@ -142,7 +143,7 @@ func runRestore(ctx context.Context, in invocation, o restoreOptions, args []str
 			return 1
 		}
 		for _, g := range gens {
-			fmt.Fprintln(in.stdout, g.Name())
+			fmt.Fprintln(in.Stdout, g.Name())
 		}
 		return 0
 	}
@@ -158,7 +159,7 @@ func runRestore(ctx context.Context, in invocation, o restoreOptions, args []str
 		return 1
 	}
 	report.restored(restorer.Source.String(), result)
-	printLoadCommands(in.stdout, g, result.Path)
+	printLoadCommands(in.Stdout, g, result.Path)
 	return 0
 }
 
@@ -170,7 +171,7 @@ type drillOptions struct {
 	json     bool
 }
 
-func drillCommand(in invocation) *cobra.Command {
+func drillCommand(in cli.Env) *cobra.Command {
 	var o drillOptions
 	c := &cobra.Command{
 		Use:                   "drill --identity FILE [--scratch DIR] [--json]",
@@ -194,18 +195,18 @@ func drillCommand(in invocation) *cobra.Command {
 }
 
 // runDrill is "backup drill".
-func runDrill(ctx context.Context, in invocation, o drillOptions) int {
-	report := newReporter(o.json, in.stderr, in.logger)
+func runDrill(ctx context.Context, in cli.Env, o drillOptions) int {
+	report := newReporter(o.json, in.Stderr, in.Log)
 	if o.claim {
 		report.notStarted("drill", errors.New("the drill restores the newest off-cluster copy: drop --claim"))
 		return 2
 	}
-	restorer, err := restorerFor(in.getenv, false, o.identity, false)
+	restorer, err := restorerFor(in.Getenv, false, o.identity, false)
 	if err != nil {
 		report.notStarted("drill", err)
 		return 2
 	}
-	restorer.Now = in.now
+	restorer.Now = in.Now
 	restorer.Progress = report
 	result, err := restorer.Drill(ctx, o.scratch)
 	if len(result.Ahead) > 0 {

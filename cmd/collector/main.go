@@ -24,10 +24,9 @@ import (
 
 func main() {
 	kubeclient.LogAsJSON(os.Stderr)
-	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Getenv, os.ReadFile, time.Now, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	cli.Main(func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Getenv, os.ReadFile, time.Now, os.Stdout, os.Stderr)
+	})
 }
 
 // config is everything the Collector reads from its environment.

@@ -9,12 +9,11 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/demo"
-	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr, demo.Run))
+	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, demo.Run) })
 }
 
 // service is the demo as its --help tells it. Its variables are read
@@ -45,8 +44,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, out, er
 			c.Flags().BoolVar(&kwok, "kwok", false, "tell the story on kwok's cluster, whose pods run nothing, even where the node that runs pods can run")
 		},
 		Run: func(ctx context.Context, env cli.Env) error {
-			ctx, stop := server.SignalContext(ctx)
-			defer stop()
 			if err := play(ctx, demo.Options{Once: once, Out: env.Stdout, Kwok: kwok}); err != nil {
 				return cli.Failed("the story did not go as told", err)
 			}

@@ -22,7 +22,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
-func keyCommand(in invocation) *cobra.Command {
+func keyCommand(in cli.Env) *cobra.Command {
 	var private, public string
 	c := &cobra.Command{
 		Use:   "key",
@@ -42,7 +42,7 @@ func keyCommand(in invocation) *cobra.Command {
 				return fail(in, 1, "public key not written", err)
 			}
 			keys, _ := composition.ParsePublicKeys(pub)
-			fmt.Fprintf(in.stdout, "keyid %s\nprivate %s\npublic %s\n", composition.KeyID(keys[0]), private, public)
+			fmt.Fprintf(in.Stdout, "keyid %s\nprivate %s\npublic %s\n", composition.KeyID(keys[0]), private, public)
 			return nil
 		},
 	}
@@ -63,7 +63,7 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 	return f.Close()
 }
 
-func composeCommand(in invocation) *cobra.Command {
+func composeCommand(in cli.Env) *cobra.Command {
 	var keyFile string
 	c := &cobra.Command{
 		Use:   "compose --key FILE DOCUMENT",
@@ -106,7 +106,7 @@ func composeCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 1, "composition not written", err)
 			}
-			return json.NewEncoder(in.stdout).Encode(map[string]any{"node": entry.Node, "module": entry.Module,
+			return json.NewEncoder(in.Stdout).Encode(map[string]any{"node": entry.Node, "module": entry.Module,
 				"fingerprint": entry.Fingerprint, "digest": entry.Digest, "size": entry.Size, "object": entry.Object})
 		},
 	}
@@ -121,7 +121,7 @@ func readArg(name string) ([]byte, error) {
 	return os.ReadFile(name) //nolint:gosec // the operator names the document to sign
 }
 
-func assignerCommand(in invocation) *cobra.Command {
+func assignerCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "assigner",
 		Short: "Write each node's wants as the seven rules give them",
@@ -130,13 +130,13 @@ func assignerCommand(in invocation) *cobra.Command {
 			"terminal, JSON lines elsewhere; a bad variable exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := settings.New(in.getenv)
+			env := settings.New(in.Getenv)
 			window := env.Duration(onlineWindow.Name, assign.DefaultOnlineWindow)
 			every := env.Duration(tick.Name, 15*time.Second)
 			if err := env.Err(); err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
-			trust, err := loadTrust(in.getenv)
+			trust, err := loadTrust(in.Getenv)
 			if err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
@@ -146,8 +146,8 @@ func assignerCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "no bus", err)
 			}
 			defer closeBus()
-			a := &assign.Assigner{Bus: b, Verifier: trust, Now: in.now, OnlineWindow: window, Tick: every, Logger: in.logger}
-			in.logger.Info("mesh assigner started", slog.Any("trustedKeys", trust.KeyIDs()), slog.Duration("onlineWindow", window))
+			a := &assign.Assigner{Bus: b, Verifier: trust, Now: in.Now, OnlineWindow: window, Tick: every, Logger: in.Log}
+			in.Log.Info("mesh assigner started", slog.Any("trustedKeys", trust.KeyIDs()), slog.Duration("onlineWindow", window))
 			if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				return fail(in, 1, "the assigner stopped", err)
 			}
@@ -156,7 +156,7 @@ func assignerCommand(in invocation) *cobra.Command {
 	}
 }
 
-func putCommand(in invocation) *cobra.Command {
+func putCommand(in cli.Env) *cobra.Command {
 	var end bool
 	var id string
 	c := &cobra.Command{
@@ -175,7 +175,7 @@ func putCommand(in invocation) *cobra.Command {
 			var trust *composition.Trust
 			if !end {
 				var err error
-				if trust, err = loadTrust(in.getenv); err != nil {
+				if trust, err = loadTrust(in.Getenv); err != nil {
 					return fail(in, 2, "bad configuration", err)
 				}
 			}
@@ -198,7 +198,7 @@ func putCommand(in invocation) *cobra.Command {
 // putStart seals the want as the put's, then writes it. The seal, which
 // only the operator's credential may write, is what says who owns the
 // want: the want there may say any owner, since the assigner writes wants.
-func putStart(ctx context.Context, in invocation, b *bus.Bus, trust *composition.Trust, node, module, fingerprint string, owner bus.Owner) error {
+func putStart(ctx context.Context, in cli.Env, b *bus.Bus, trust *composition.Trust, node, module, fingerprint string, owner bus.Owner) error {
 	_, envelope, err := b.ReadComposition(ctx, node, module, fingerprint)
 	if err != nil {
 		return fail(in, 1, "no composition to put", err)
@@ -206,7 +206,7 @@ func putStart(ctx context.Context, in invocation, b *bus.Bus, trust *composition
 	if _, err := trust.OpenFor(ctx, envelope, node, module, fingerprint); err != nil {
 		return fail(in, 1, "the composition is refused", err)
 	}
-	next := bus.Want{Fingerprint: fingerprint, Digest: bus.Digest(envelope), Owner: owner, At: in.now().UTC()}
+	next := bus.Want{Fingerprint: fingerprint, Digest: bus.Digest(envelope), Owner: owner, At: in.Now().UTC()}
 	if err := swapSeal(ctx, b, node, module, func(current *bus.Want) (*bus.Want, error) {
 		if current != nil && current.Owner != owner {
 			return nil, fmt.Errorf("the want is %s's", current.Owner)
@@ -220,7 +220,7 @@ func putStart(ctx context.Context, in invocation, b *bus.Bus, trust *composition
 
 // putEnd gives the put's want back to the rules, then takes its seal away:
 // an agent that reads the want still sealed reads it as the put's.
-func putEnd(ctx context.Context, in invocation, b *bus.Bus, node, module string, owner bus.Owner) error {
+func putEnd(ctx context.Context, in cli.Env, b *bus.Bus, node, module string, owner bus.Owner) error {
 	seal, _, err := b.ReadSeal(ctx, node, module)
 	if err != nil {
 		return fail(in, 1, "put ended refused", err)
@@ -234,7 +234,7 @@ func putEnd(ctx context.Context, in invocation, b *bus.Bus, node, module string,
 		if current != nil {
 			next = *current
 		}
-		next.Owner, next.At = bus.OwnerRules, in.now().UTC()
+		next.Owner, next.At = bus.OwnerRules, in.Now().UTC()
 		return next, nil
 	}); code != nil {
 		return code
@@ -286,7 +286,7 @@ func swapSeal(ctx context.Context, b *bus.Bus, node, module string, decide func(
 
 // swapWant writes a node's want from what it holds, deciding again on a
 // conflict.
-func swapWant(ctx context.Context, in invocation, b *bus.Bus, node, module, what string, decide func(*bus.Want) (bus.Want, error)) error {
+func swapWant(ctx context.Context, in cli.Env, b *bus.Bus, node, module, what string, decide func(*bus.Want) (bus.Want, error)) error {
 	key, err := bus.WantKey(node, module)
 	if err != nil {
 		return fail(in, 1, what+" refused", err)
@@ -311,14 +311,14 @@ func swapWant(ctx context.Context, in invocation, b *bus.Bus, node, module, what
 	if err != nil {
 		return fail(in, 1, what+" refused", err)
 	}
-	in.logger.Info(what, slog.String("node", node), slog.String("module", module), slog.String("fingerprint", wrote.Fingerprint),
+	in.Log.Info(what, slog.String("node", node), slog.String("module", module), slog.String("fingerprint", wrote.Fingerprint),
 		slog.String("digest", wrote.Digest), slog.String("owner", string(wrote.Owner)))
 	return nil
 }
 
 // fail logs why a command ends and ends it with code.
-func fail(in invocation, code int, what string, err error) error {
-	in.logger.Error(what, slog.String("error", err.Error()))
+func fail(in cli.Env, code int, what string, err error) error {
+	in.Log.Error(what, slog.String("error", err.Error()))
 	return cli.Exit(code)
 }
 
@@ -351,8 +351,8 @@ func busSettings(getenv func(string) string) (string, bus.Credential, bus.Option
 
 // connect opens the bus at NATS_URL as part (empty, the operator), making
 // the buckets that do not exist.
-func connect(ctx context.Context, in invocation, name string, part grants.Part) (*bus.Bus, func(), error) {
-	url, cred, opts, err := busSettings(in.getenv)
+func connect(ctx context.Context, in cli.Env, name string, part grants.Part) (*bus.Bus, func(), error) {
+	url, cred, opts, err := busSettings(in.Getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -384,8 +384,8 @@ func connect(ctx context.Context, in invocation, name string, part grants.Part) 
 // reportRefusals logs what the server refuses the connection, a subject
 // its credential does not allow above all: the server says so apart from
 // the request, which would otherwise only wait out its time.
-func reportRefusals(in invocation, nc *nats.Conn) {
+func reportRefusals(in cli.Env, nc *nats.Conn) {
 	nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		in.logger.Error("the bus refused", slog.String("error", err.Error()))
+		in.Log.Error("the bus refused", slog.String("error", err.Error()))
 	})
 }

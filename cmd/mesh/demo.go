@@ -6,10 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/demo"
 )
 
-func demoCommand(in invocation) *cobra.Command {
+func demoCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Tell a delivery step by step on a bus of its own: three nodes, a canary, a failing build, a put",
@@ -30,7 +31,7 @@ func demoCommand(in invocation) *cobra.Command {
 				return fail(in, 1, "no folder for the nodes", err)
 			}
 			defer os.RemoveAll(dir)
-			s := demo.Story{Out: in.stdout, Logs: in.stderr, Module: []string{self, "demo-module"}, Dir: dir, StuckAfter: 3 * time.Second}
+			s := demo.Story{Out: in.Stdout, Logs: in.Stderr, Module: []string{self, "demo-module"}, Dir: dir, StuckAfter: 3 * time.Second}
 			if err := s.Run(cmd.Context()); err != nil {
 				return fail(in, 1, "the story did not go as told", err)
 			}
@@ -40,14 +41,14 @@ func demoCommand(in invocation) *cobra.Command {
 }
 
 // demoModuleCommand is the demo's module, which the demo's agents run.
-func demoModuleCommand(in invocation) *cobra.Command {
+func demoModuleCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:    "demo-module",
 		Short:  "The demo's module: an HTTP server on ADDR (run by the demo's agents)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return fail(in, 1, "the demo's module stopped", demo.ServeModule(in.getenv))
+			return fail(in, 1, "the demo's module stopped", demo.ServeModule(in.Getenv))
 		},
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/grants"
 )
@@ -27,7 +28,7 @@ const (
 	revokedFile  = "revoked"
 )
 
-func grantsCommand(in invocation) *cobra.Command {
+func grantsCommand(in cli.Env) *cobra.Command {
 	var keys, creds string
 	var dryRun, initKeys bool
 	c := &cobra.Command{
@@ -58,7 +59,7 @@ func grantsCommand(in invocation) *cobra.Command {
 
 // grantsInit makes the seeds that are not there and writes the JWTs the
 // server trusts from them.
-func grantsInit(in invocation, dir string) error {
+func grantsInit(in cli.Env, dir string) error {
 	for _, s := range []struct {
 		file string
 		make func() (nkeys.KeyPair, error)
@@ -92,7 +93,7 @@ func grantsInit(in invocation, dir string) error {
 	}{
 		{"operator.jwt", auth.OperatorJWT},
 		{"system.jwt", auth.SystemJWT},
-		{"account.jwt", func() (string, error) { return auth.AccountJWT(revoked, in.now()) }},
+		{"account.jwt", func() (string, error) { return auth.AccountJWT(revoked, in.Now()) }},
 	} {
 		token, err := j.make()
 		if err == nil {
@@ -103,11 +104,11 @@ func grantsInit(in invocation, dir string) error {
 		}
 	}
 	op, _ := auth.Operator.PublicKey()
-	fmt.Fprintf(in.stdout, "operator %s: configure the server with %s, system.jwt and account.jwt\n", op, filepath.Join(dir, "operator.jwt"))
+	fmt.Fprintf(in.Stdout, "operator %s: configure the server with %s, system.jwt and account.jwt\n", op, filepath.Join(dir, "operator.jwt"))
 	return nil
 }
 
-func grantsRun(ctx context.Context, in invocation, dir string, folder grants.Folder, dryRun bool) error {
+func grantsRun(ctx context.Context, in cli.Env, dir string, folder grants.Folder, dryRun bool) error {
 	auth, err := loadAuthority(dir)
 	if err != nil {
 		return fail(in, 2, "bad configuration", err)
@@ -135,22 +136,22 @@ func grantsRun(ctx context.Context, in invocation, dir string, folder grants.Fol
 	}
 	plan := grants.Plan(have, want)
 	for _, c := range plan {
-		fmt.Fprintln(in.stdout, c)
+		fmt.Fprintln(in.Stdout, c)
 	}
 	if len(plan) == 0 {
-		fmt.Fprintln(in.stdout, "no change")
+		fmt.Fprintln(in.Stdout, "no change")
 	}
 	if dryRun || len(plan) == 0 {
 		return nil
 	}
-	sys, err := systemConn(in.getenv, auth)
+	sys, err := systemConn(in.Getenv, auth)
 	if err != nil {
 		return fail(in, 1, "no system connection", err)
 	}
 	defer sys.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	all, err := grants.Apply(ctx, auth, folder, plan, want, keys, revoked, sys, in.now())
+	all, err := grants.Apply(ctx, auth, folder, plan, want, keys, revoked, sys, in.Now())
 	if len(all) > len(revoked) {
 		// What the resolver took is kept, whatever went wrong after.
 		if werr := writeWhole(filepath.Join(dir, revokedFile), []byte(strings.Join(all, "\n")+"\n")); werr != nil {

@@ -3,30 +3,17 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
-	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
 func main() {
-	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Getenv, time.Now, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
-// invocation is what one run is handed: its environment, clock and outputs.
-type invocation struct {
-	getenv         func(string) string
-	now            func() time.Time
-	stdout, stderr io.Writer
-	logger         *slog.Logger
+	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, time.Now, os.Stdout, os.Stderr) })
 }
 
 // The variables mesh reads, each named in the help of the commands that
@@ -78,7 +65,7 @@ func variablesOf(command string) []settings.Variable {
 // outputs so a test runs it end to end.
 func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) int {
 	env := cli.NewEnv(getenv, stdout, stderr)
-	in := invocation{getenv: getenv, now: now, stdout: stdout, stderr: stderr, logger: env.Log}
+	env.Now = now
 	return env.Execute(ctx, cli.Command{
 		Service: cli.Service{Name: "mesh", Variables: variablesOf("mesh"), Summary: "mesh delivers modules straight to nodes: each node's want of each module names a build fingerprint\n" +
 			"and the digest of the one signed composition it allows. \"mesh key\" makes a signing key pair,\n" +
@@ -88,9 +75,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, now fun
 			"does not move; on each node \"mesh agent\" applies what it is signed to and \"mesh backup-seat\" backs\n" +
 			"its data up first."},
 		Short: "Deliver modules to nodes over a NATS JetStream bus",
-		Commands: []*cobra.Command{keyCommand(in), composeCommand(in), assignerCommand(in), putCommand(in),
-			sourceCommand(in), viewCommand(in), statusCommand(in), watchmanCommand(in), agentCommand(in), backupSeatCommand(in),
-			grantsCommand(in), demoCommand(in), demoModuleCommand(in)},
+		Commands: []*cobra.Command{keyCommand(env), composeCommand(env), assignerCommand(env), putCommand(env),
+			sourceCommand(env), viewCommand(env), statusCommand(env), watchmanCommand(env), agentCommand(env), backupSeatCommand(env),
+			grantsCommand(env), demoCommand(env), demoModuleCommand(env)},
 		VariablesOf: variablesOf,
 	}, args)
 }

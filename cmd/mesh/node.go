@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/agent"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/backupworker"
 	"github.com/JorisJonkers-dev/delivery/internal/mesh/bus"
@@ -28,7 +29,7 @@ var (
 	backupWait = settings.Variable{Name: "BACKUP_WITHIN", Default: "10m", Meaning: "how long the agent waits for the backup worker's backup before it does not apply"}
 )
 
-func agentCommand(in invocation) *cobra.Command {
+func agentCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "agent",
 		Short: "Run this node's modules as its wants name them, applying only what it is signed to",
@@ -43,7 +44,7 @@ func agentCommand(in invocation) *cobra.Command {
 			"A bad variable exits 2.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := settings.New(in.getenv)
+			env := settings.New(in.Getenv)
 			node := env.Required(nodeName.Name)
 			root := env.String(meshRoot.Name, meshRoot.Default)
 			grace := env.Duration(stopGrace.Name, 10*time.Second)
@@ -53,11 +54,11 @@ func agentCommand(in invocation) *cobra.Command {
 			if err := env.Err(); err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
-			trust, err := loadTrust(in.getenv)
+			trust, err := loadTrust(in.Getenv)
 			if err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
-			url, cred, opts, err := busSettings(in.getenv)
+			url, cred, opts, err := busSettings(in.Getenv)
 			if err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
@@ -79,9 +80,9 @@ func agentCommand(in invocation) *cobra.Command {
 			a := &agent.Agent{Node: node, Trust: trust, Layout: agent.Layout{Root: root},
 				Open: func(ctx context.Context) (*bus.Bus, error) { return bus.Open(ctx, js, opts) }, Back: back,
 				Backup: backupworker.Client{Node: node, Conn: nc, Within: wait},
-				Grace:  grace, HealthWithin: within, Keep: keep, Output: in.stderr, Logger: in.logger, Now: in.now}
+				Grace:  grace, HealthWithin: within, Keep: keep, Output: in.Stderr, Logger: in.Log, Now: in.Now}
 			ctx := cmd.Context()
-			in.logger.Info("mesh agent started", slog.String("node", node), slog.String("root", root), slog.Any("trustedKeys", trust.KeyIDs()))
+			in.Log.Info("mesh agent started", slog.String("node", node), slog.String("root", root), slog.Any("trustedKeys", trust.KeyIDs()))
 			err = a.Run(ctx)
 			// The modules go on running: an agent stopped for its own
 			// upgrade must not take its node's modules down.
@@ -93,7 +94,7 @@ func agentCommand(in invocation) *cobra.Command {
 	}
 }
 
-func backupSeatCommand(in invocation) *cobra.Command {
+func backupSeatCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "backup-seat",
 		Short: "Back this node's module data up when its agent asks, before an apply",
@@ -102,7 +103,7 @@ func backupSeatCommand(in invocation) *cobra.Command {
 			"ended, keeping three generations a module. A bad variable exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := settings.New(in.getenv)
+			env := settings.New(in.Getenv)
 			node := env.Required(nodeName.Name)
 			dir := env.String(backupDir.Name, backupDir.Default)
 			if err := env.Err(); err != nil {
@@ -111,7 +112,7 @@ func backupSeatCommand(in invocation) *cobra.Command {
 			ctx := cmd.Context()
 			// The backup worker only answers its node's asks: it opens no bucket, which
 			// its own credential would not allow.
-			url, cred, _, err := busSettings(in.getenv)
+			url, cred, _, err := busSettings(in.Getenv)
 			if err != nil {
 				return fail(in, 2, "bad configuration", err)
 			}
@@ -124,8 +125,8 @@ func backupSeatCommand(in invocation) *cobra.Command {
 			}
 			reportRefusals(in, nc)
 			defer nc.Close()
-			s := &backupworker.Worker{Node: node, Dir: dir, Conn: nc, Now: in.now, Logger: in.logger}
-			in.logger.Info("mesh backup seat started", slog.String("node", node), slog.String("dir", dir))
+			s := &backupworker.Worker{Node: node, Dir: dir, Conn: nc, Now: in.Now, Logger: in.Log}
+			in.Log.Info("mesh backup seat started", slog.String("node", node), slog.String("dir", dir))
 			if err := s.Run(ctx); err != nil && !errors.Is(err, ctx.Err()) {
 				return fail(in, 1, "the seat stopped", err)
 			}

@@ -30,7 +30,7 @@ var (
 	watchAddr  = settings.Variable{Name: "ADDR", Default: ":9090", Meaning: "where the watchman serves /metrics, /healthz and /readyz"}
 )
 
-func watchmanCommand(in invocation) *cobra.Command {
+func watchmanCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "watchman",
 		Short: "Say each want its node does not answer as a stall, and count them on /metrics",
@@ -40,7 +40,7 @@ func watchmanCommand(in invocation) *cobra.Command {
 			"on a terminal, JSON lines elsewhere; a bad variable exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := settings.New(in.getenv)
+			env := settings.New(in.Getenv)
 			after := env.Duration(stallAfter.Name, watchman.DefaultStallAfter)
 			every := env.Duration(viewTick.Name, 15*time.Second)
 			count := env.PositiveInt(replicas.Name, 1)
@@ -54,19 +54,19 @@ func watchmanCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "no bus", err)
 			}
 			defer closeBus()
-			teller, err := dedup.Open(ctx, b.JS, count, in.logger)
+			teller, err := dedup.Open(ctx, b.JS, count, in.Log)
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}
 			reg := prometheus.NewRegistry()
-			w, err := watchman.New(b, teller, reg, in.logger)
+			w, err := watchman.New(b, teller, reg, in.Log)
 			if err != nil {
 				return fail(in, 1, "no gauges", err)
 			}
-			w.StallAfter, w.Now = after, in.now
-			in.logger.Info("mesh watchman started", slog.Duration("stallAfter", after), slog.String("addr", addr))
+			w.StallAfter, w.Now = after, in.Now
+			in.Log.Info("mesh watchman started", slog.Duration("stallAfter", after), slog.String("addr", addr))
 			serve := func(ctx context.Context) error {
-				return server.ListenAndServe(ctx, addr, server.Config{Logger: in.logger, Routes: func(mux *http.ServeMux) {
+				return server.ListenAndServe(ctx, addr, server.Config{Logger: in.Log, Routes: func(mux *http.ServeMux) {
 					mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 				}})
 			}
@@ -88,7 +88,7 @@ func watchmanCommand(in invocation) *cobra.Command {
 	}
 }
 
-func viewCommand(in invocation) *cobra.Command {
+func viewCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "view",
 		Short: "Say when a revision is delivered, and each module on each node moving, settled or stuck",
@@ -99,7 +99,7 @@ func viewCommand(in invocation) *cobra.Command {
 			"exits 2, a lost bus 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := settings.New(in.getenv)
+			env := settings.New(in.Getenv)
 			after := env.Duration(stuckAfter.Name, view.DefaultStuckAfter)
 			window := env.Duration(onlineWindow.Name, view.DefaultOnlineWindow)
 			every := env.Duration(viewTick.Name, 15*time.Second)
@@ -113,12 +113,12 @@ func viewCommand(in invocation) *cobra.Command {
 				return fail(in, 2, "no bus", err)
 			}
 			defer closeBus()
-			v, err := view.Open(ctx, b.JS, b, count, in.logger)
+			v, err := view.Open(ctx, b.JS, b, count, in.Log)
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}
-			v.StuckAfter, v.OnlineWindow, v.Now = after, window, in.now
-			in.logger.Info("mesh view started", slog.Duration("stuckAfter", after), slog.Duration("onlineWindow", window))
+			v.StuckAfter, v.OnlineWindow, v.Now = after, window, in.Now
+			in.Log.Info("mesh view started", slog.Duration("stuckAfter", after), slog.Duration("onlineWindow", window))
 			if err := v.Run(ctx, every); err != nil && !errors.Is(err, ctx.Err()) {
 				return fail(in, 1, "the view stopped", err)
 			}
@@ -127,7 +127,7 @@ func viewCommand(in invocation) *cobra.Command {
 	}
 }
 
-func statusCommand(in invocation) *cobra.Command {
+func statusCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Print each module on each node: its want beside its have, and where it stands",
@@ -138,7 +138,7 @@ func statusCommand(in invocation) *cobra.Command {
 			"3 not delivered, 1 when the bus cannot be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := settings.New(in.getenv)
+			env := settings.New(in.Getenv)
 			after := env.Duration(stuckAfter.Name, view.DefaultStuckAfter)
 			window := env.Duration(onlineWindow.Name, view.DefaultOnlineWindow)
 			count := env.PositiveInt(replicas.Name, 1)
@@ -151,16 +151,16 @@ func statusCommand(in invocation) *cobra.Command {
 				return fail(in, 1, "no bus", err)
 			}
 			defer closeBus()
-			v, err := view.Open(ctx, b.JS, b, count, in.logger)
+			v, err := view.Open(ctx, b.JS, b, count, in.Log)
 			if err != nil {
 				return fail(in, 1, "no bus", err)
 			}
-			v.StuckAfter, v.OnlineWindow, v.Now = after, window, in.now
+			v.StuckAfter, v.OnlineWindow, v.Now = after, window, in.Now
 			p, err := v.Look(ctx)
 			if err != nil {
 				return fail(in, 1, "cannot read the bus", err)
 			}
-			if err := view.Render(in.stdout, p, in.now(), cli.IsTerminal(in.stdout)); err != nil {
+			if err := view.Render(in.Stdout, p, in.Now(), cli.IsTerminal(in.Stdout)); err != nil {
 				return err
 			}
 			if !p.Delivered {
@@ -171,7 +171,7 @@ func statusCommand(in invocation) *cobra.Command {
 	}
 }
 
-func sourceCommand(in invocation) *cobra.Command {
+func sourceCommand(in cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "source <revision> <module>=<fingerprint>...",
 		Short: "Write source.main: the revision CI built and each module's fingerprint",
@@ -179,7 +179,7 @@ func sourceCommand(in invocation) *cobra.Command {
 			"every module's build of the revision is done. It exits 2 on a bad argument, 1 when the bus refuses.",
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src := view.Source{Revision: args[0], Modules: map[string]string{}, At: in.now().UTC()}
+			src := view.Source{Revision: args[0], Modules: map[string]string{}, At: in.Now().UTC()}
 			for _, a := range args[1:] {
 				module, fp, ok := strings.Cut(a, "=")
 				if !ok || module == "" || fp == "" {
@@ -190,7 +190,7 @@ func sourceCommand(in invocation) *cobra.Command {
 				}
 				src.Modules[module] = fp
 			}
-			env := settings.New(in.getenv)
+			env := settings.New(in.Getenv)
 			count := env.PositiveInt(replicas.Name, 1)
 			if err := env.Err(); err != nil {
 				return fail(in, 2, "bad configuration", err)
@@ -208,7 +208,7 @@ func sourceCommand(in invocation) *cobra.Command {
 			if err != nil {
 				return fail(in, 1, "source not written", err)
 			}
-			in.logger.Info("source written", slog.String("revision", src.Revision), slog.Int("modules", len(src.Modules)))
+			in.Log.Info("source written", slog.String("revision", src.Revision), slog.Int("modules", len(src.Modules)))
 			return nil
 		},
 	}

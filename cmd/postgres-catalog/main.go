@@ -9,16 +9,14 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/postgrescatalog"
-	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultlogin"
 )
 
 func main() {
-	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, postgrescatalog.Connector{})
-	stop()
-	os.Exit(code)
+	cli.Main(func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, postgrescatalog.Connector{})
+	})
 }
 
 // service is the job as its --help tells it.

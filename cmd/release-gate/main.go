@@ -24,7 +24,9 @@ import (
 
 func main() {
 	kubeclient.LogAsJSON(os.Stderr)
-	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr, listenTCP))
+	cli.Main(func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, listenTCP)
+	})
 }
 
 // service is the gate as its --help tells it.
@@ -45,8 +47,8 @@ func listenTCP(ctx context.Context, addr string) (net.Listener, error) {
 }
 
 // run answers its command line, or reads the environment, connects to the
-// cluster and serves until ctx ends or SIGTERM or SIGINT arrives, then
-// drains; it returns the exit code.
+// cluster and serves until ctx ends (SIGTERM or SIGINT, through cli.Main),
+// then drains; it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, logOut io.Writer, listen listener) int {
 	return cli.NewEnv(getenv, stdout, logOut).Execute(ctx, cli.Command{Service: service,
 		Run: func(ctx context.Context, env cli.Env) error { return serve(ctx, env, listen) }}, args)
@@ -55,8 +57,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // serve reads the settings, assembles the gate and serves it; every
 // replica answers, and only the Lease's holder runs the rounds.
 func serve(ctx context.Context, env cli.Env, listen listener) error {
-	ctx, stop := server.SignalContext(ctx)
-	defer stop()
 	logger := env.Log
 	s, err := readSettings(env.Getenv)
 	if err != nil {

@@ -8,17 +8,13 @@ import (
 	"os"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
-	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultlogin"
 	"github.com/JorisJonkers-dev/delivery/internal/vaultpolicy"
 )
 
 func main() {
-	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	cli.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr) })
 }
 
 // service is the job as its --help tells it.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
@@ -12,10 +13,11 @@ import (
 // LogLevel is the variable every binary reads its log level from.
 var LogLevel = settings.Variable{Name: "LOG_LEVEL", Default: "info", Meaning: "the least severe log lines written: debug, info, warn or error"}
 
-// Env is what a command runs with: its environment, its outputs, its log
-// and, once its command line is read, its positional arguments.
+// Env is what a command runs with: its environment, its clock, its outputs,
+// its log and, once its command line is read, its positional arguments.
 type Env struct {
 	Getenv         func(string) string
+	Now            func() time.Time
 	Stdout, Stderr io.Writer
 	// Log writes to Stderr: text lines where Stderr is a terminal a person
 	// reads, JSON lines elsewhere (in a pod), at LOG_LEVEL's level once the
@@ -25,11 +27,13 @@ type Env struct {
 	level *slog.LevelVar
 }
 
-// NewEnv is the Env of one run. Its Log exists before LOG_LEVEL is read, so
-// subcommands written with cobra itself can be handed it when they are built.
+// NewEnv is the Env of one run, on the wall clock; a test that runs a
+// command whole sets Now to its own. Its Log exists before LOG_LEVEL is
+// read, so subcommands written with cobra itself can be handed it when they
+// are built.
 func NewEnv(getenv func(string) string, stdout, stderr io.Writer) Env {
 	level := new(slog.LevelVar)
-	return Env{Getenv: getenv, Stdout: stdout, Stderr: stderr, Log: NewLogger(stderr, level), level: level}
+	return Env{Getenv: getenv, Now: time.Now, Stdout: stdout, Stderr: stderr, Log: NewLogger(stderr, level), level: level}
 }
 
 // NewLogger writes to w at level: text where w is a terminal, JSON lines

@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 )
 
@@ -112,11 +110,6 @@ func ListenAndServe(ctx context.Context, addr string, cfg Config) error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	return Serve(ctx, ln, cfg)
-}
-
-// SignalContext is done on the first SIGTERM or SIGINT, which starts the drain.
-func SignalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
 
 func (c Config) withDefaults() Config {

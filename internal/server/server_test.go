@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -236,19 +235,6 @@ func TestDrainBound(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 2*time.Second {
 		t.Fatalf("the drain took %s, past its 100ms bound", waited)
-	}
-}
-
-func TestSignalStartsDrain(t *testing.T) {
-	ctx, stop := server.SignalContext(context.Background())
-	defer stop()
-	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("SIGTERM did not end the context")
 	}
 }
 

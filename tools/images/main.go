@@ -12,15 +12,13 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/ociimage"
-	"github.com/JorisJonkers-dev/delivery/internal/server"
 	"github.com/JorisJonkers-dev/delivery/internal/settings"
 )
 
 func main() {
-	ctx, stop := server.SignalContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
-	stop()
-	os.Exit(code)
+	cli.Main(func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	})
 }
 
 // service is the tool as its --help tells it.
