@@ -2,30 +2,28 @@ package testenv
 
 import (
 	"net/http"
-	"sort"
 	"strings"
-	"sync"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/hits"
 )
 
-// RequestCounter counts the API requests a client made, by verb and path
+// RequestCounter counts the API requests a client made, by "METHOD /path"
 // without the object's name, so a test or benchmark can state what a
-// decision cost the API server.
+// decision cost the API server. Count, Total, Reset and String are its
+// hits.Counter's.
 type RequestCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
+	hits.Counter
 }
 
 // Counting returns a copy of cfg whose requests are counted by the returned counter.
 func Counting(cfg *rest.Config) (*rest.Config, *RequestCounter) {
-	c := &RequestCounter{counts: map[string]int{}}
+	c := &RequestCounter{}
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			c.mu.Lock()
-			c.counts[r.Method+" "+r.URL.Path]++
-			c.mu.Unlock()
+			c.Add(r.Method + " " + r.URL.Path)
 			return rt.RoundTrip(r)
 		})
 	})
@@ -36,49 +34,17 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// Total is the number of requests since the last Reset.
-func (c *RequestCounter) Total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, v := range c.counts {
-		n += v
-	}
-	return n
-}
-
 // Matching counts the requests whose "METHOD /path" contains every fragment.
 func (c *RequestCounter) Matching(fragments ...string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-next:
-	for k, v := range c.counts {
+	return c.Sum(func(key string) bool {
 		for _, f := range fragments {
-			if !strings.Contains(k, f) {
-				continue next
+			if !strings.Contains(key, f) {
+				return false
 			}
 		}
-		n += v
-	}
-	return n
+		return true
+	})
 }
 
 // Requests lists "METHOD /path" of every request counted, sorted.
-func (c *RequestCounter) Requests() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]string, 0, len(c.counts))
-	for k := range c.counts {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Reset forgets what was counted.
-func (c *RequestCounter) Reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.counts = map[string]int{}
-}
+func (c *RequestCounter) Requests() []string { return c.Keys() }

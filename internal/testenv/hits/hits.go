@@ -1,50 +1,78 @@
-// Package hits counts the requests a test's stand-in server was asked, by
-// path, for tests that assert who was asked what and how often.
+// Package hits counts requests by a key, a path or "METHOD /path", for
+// tests that assert who was asked what and how often: a stand-in server's
+// handlers count what they took, a client's transport what it sent.
 package hits
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 )
 
-// Counter counts requests by path; its zero value is ready, and it is safe
+// Counter counts requests by key; its zero value is ready, and it is safe
 // for a server's handlers and the test to use at once.
 type Counter struct {
-	mu     sync.Mutex
-	byPath map[string]int
+	mu    sync.Mutex
+	byKey map[string]int
 }
 
-// Add counts one request to path.
-func (c *Counter) Add(path string) {
+// Add counts one request under key.
+func (c *Counter) Add(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.byPath == nil {
-		c.byPath = map[string]int{}
+	if c.byKey == nil {
+		c.byKey = map[string]int{}
 	}
-	c.byPath[path]++
+	c.byKey[key]++
 }
 
-// Count is how many requests path took.
-func (c *Counter) Count(path string) int {
+// Count is how many requests were counted under key.
+func (c *Counter) Count(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.byPath[path]
+	return c.byKey[key]
 }
 
-// Total is how many requests every path took together.
+// Total is how many requests every key took together.
 func (c *Counter) Total() int {
+	return c.Sum(func(string) bool { return true })
+}
+
+// Sum is how many requests were counted under the keys match accepts.
+func (c *Counter) Sum(match func(key string) bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
-	for _, v := range c.byPath {
-		n += v
+	for k, v := range c.byKey {
+		if match(k) {
+			n += v
+		}
 	}
 	return n
 }
 
-// String is the counts by path, for a failure's message.
+// Keys are the keys counted, sorted.
+func (c *Counter) Keys() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.byKey))
+	for k := range c.byKey {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Reset forgets what was counted.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byKey = nil
+}
+
+// String is the counts by key, for a failure's message.
 func (c *Counter) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return fmt.Sprint(c.byPath)
+	return fmt.Sprint(c.byKey)
 }
