@@ -108,18 +108,6 @@ func (s *started) end() {
 	}
 }
 
-// grant applies rbac, the service's RBAC file or its sweep's, with the
-// records in recordNS and replace swapping more of it, and waits until the
-// API server's authoriser has it; it returns the kubeconfig acting as the
-// file's ServiceAccount, account.
-func grant(t *testing.T, cp *testenv.ControlPlane, rbac, account, recordNS string, replace ...string) string {
-	t.Helper()
-	replace = append([]string{"delivery-system # RECORD_NAMESPACE", recordNS + " # RECORD_NAMESPACE"}, replace...)
-	kubeconfig := cp.GrantKubeconfig(t, rbac, "delivery-system", account, replace...)
-	testenv.WaitForGrant(t, cp.As("delivery-system", account), recordNS)
-	return kubeconfig
-}
-
 func sign(body string) string {
 	mac := hmac.New(sha256.New, []byte(hmacKey))
 	mac.Write([]byte(body))
@@ -132,8 +120,8 @@ func sign(body string) string {
 func TestRunUnderItsGrant(t *testing.T) {
 	cp := testenv.Shared(t)
 	ctx := context.Background()
-	fluxNS, recordNS := cp.Namespace(t), cp.Namespace(t)
-	kubeconfig := grant(t, cp, rbacFile, "release-record", recordNS)
+	fluxNS := cp.Namespace(t)
+	recordNS, kubeconfig := cp.GrantRecordsKubeconfig(t, rbacFile, "release-record")
 	applyUnit := func(version, applied, ready string) {
 		t.Helper()
 		if _, err := cp.Apply(ctx, fmt.Appendf(nil, `apiVersion: source.toolkit.fluxcd.io/v1
@@ -250,8 +238,7 @@ status:
 // fact's events are logged as shadow-event and kept in emittedShadow.
 func TestShadowModeSendsNothing(t *testing.T) {
 	cp := testenv.Shared(t)
-	recordNS := cp.Namespace(t)
-	kubeconfig := grant(t, cp, rbacFile, "release-record", recordNS)
+	recordNS, kubeconfig := cp.GrantRecordsKubeconfig(t, rbacFile, "release-record")
 	s := start(t, map[string]string{"CLUSTER_NAME": "prod-eu", "ENVIRONMENT": "prod", "RECORD_NAMESPACE": recordNS, "FACTS_MODE": "shadow",
 		"FACTS_TOKEN": token, "FLUX_OBSERVE": "false", "KUBECONFIG": kubeconfig})
 	bearer := map[string]string{"Authorization": "Bearer " + token}

@@ -46,8 +46,7 @@ const markup = `<img id="injected" src=x onerror="document.title='injected'">`
 func TestReleasePageInABrowser(t *testing.T) {
 	bin := chromium(t)
 	cp := testenv.Shared(t)
-	recordNS := cp.Namespace(t)
-	kubeconfig := grant(t, cp, rbacFile, "release-record", recordNS)
+	recordNS, kubeconfig := cp.GrantRecordsKubeconfig(t, rbacFile, "release-record")
 	now := time.Now().UTC().Truncate(time.Second)
 	release := func(app, version string, state releaserecord.State, merged, at, healthy time.Duration) releaserecord.Record {
 		cluster := "prod-eu"

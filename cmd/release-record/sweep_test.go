@@ -71,8 +71,8 @@ func actions(t *testing.T, stdout string) []string {
 // second finds nothing to do.
 func TestSweepUnderItsGrant(t *testing.T) {
 	cp := testenv.Shared(t)
-	ns := cp.Namespace(t)
-	env := map[string]string{"RECORD_NAMESPACE": ns, "KUBECONFIG": grant(t, cp, sweepRBAC, "release-record-sweep", ns)}
+	ns, kubeconfig := cp.GrantRecordsKubeconfig(t, sweepRBAC, "release-record-sweep")
+	env := map[string]string{"RECORD_NAMESPACE": ns, "KUBECONFIG": kubeconfig}
 	stalled, old := seed(t, cp, ns)
 	code, stdout, logs := sweepOnce(env)
 	if got := actions(t, stdout); code != 0 || len(got) != 2 || got[0] != "stalled "+stalled.Name() || got[1] != "deleted "+old.Name() {
@@ -96,8 +96,8 @@ func TestSweepUnderItsGrant(t *testing.T) {
 // why.
 func TestSweepFailsOnAFailedCall(t *testing.T) {
 	cp := testenv.Shared(t)
-	ns := cp.Namespace(t)
-	env := map[string]string{"RECORD_NAMESPACE": ns, "KUBECONFIG": grant(t, cp, sweepRBAC, "release-record-sweep", ns, "verbs: [list, patch, delete]", "verbs: [list, patch]")}
+	ns, kubeconfig := cp.GrantRecordsKubeconfig(t, sweepRBAC, "release-record-sweep", "verbs: [list, patch, delete]", "verbs: [list, patch]")
+	env := map[string]string{"RECORD_NAMESPACE": ns, "KUBECONFIG": kubeconfig}
 	stalled, old := seed(t, cp, ns)
 	code, stdout, logs := sweepOnce(env)
 	if got := actions(t, stdout); code != 1 || len(got) != 1 || got[0] != "stalled "+stalled.Name() {

@@ -15,6 +15,7 @@ import (
 
 	rh "github.com/JorisJonkers-dev/delivery/internal/releasehistory"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // readRepeats is how many times each answer is timed; the median is said.
@@ -27,7 +28,8 @@ const readRepeats = 15
 // list); the others answer from the cache, over HTTP.
 func BenchmarkReadAPI(b *testing.B) {
 	for range b.N {
-		cp, ns, cfg := serviceGrant(b)
+		cp := testenv.Shared(b)
+		ns, cfg := cp.GrantRecords(b, ServiceRBAC, serviceAccount)
 		now := time.Now().Truncate(time.Second)
 		seedRecords(b, cp, ns, now)
 		cfg.QPS, cfg.Burst = 0, 0

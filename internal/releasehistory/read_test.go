@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/JorisJonkers-dev/delivery/internal/jsondoc"
 	rh "github.com/JorisJonkers-dev/delivery/internal/releasehistory"
@@ -310,26 +309,19 @@ func TestReadAPIUnreadable(t *testing.T) {
 }
 
 // ServiceRBAC is the release record service's grant, which the read side
-// runs under.
-const ServiceRBAC = "../../deploy/release-record/rbac.yaml"
+// runs under, and serviceAccount the ServiceAccount it grants.
+const (
+	ServiceRBAC    = "../../deploy/release-record/rbac.yaml"
+	serviceAccount = "release-record"
+)
 
 var discard = slog.New(slog.DiscardHandler)
-
-// serviceGrant is the service's ServiceAccount with the records in a
-// namespace of the test's.
-func serviceGrant(t testing.TB) (*testenv.ControlPlane, string, *rest.Config) {
-	t.Helper()
-	cp := testenv.Shared(t)
-	ns := cp.Namespace(t)
-	cfg := cp.Grant(t, ServiceRBAC, "delivery-system", "release-record", "delivery-system # RECORD_NAMESPACE", ns+" # RECORD_NAMESPACE")
-	testenv.WaitForGrant(t, cfg, ns)
-	return cp, ns, cfg
-}
 
 // TestKubeRecords reads records written as the release record writes them,
 // under the service's own grant, leaving out one that does not decode.
 func TestKubeRecords(t *testing.T) {
-	cp, ns, cfg := serviceGrant(t)
+	cp := testenv.Shared(t)
+	ns, cfg := cp.GrantRecords(t, ServiceRBAC, serviceAccount)
 	put(t, cp.Kube, ns, history(t)...)
 	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "release-0123", Namespace: ns, Labels: map[string]string{rr.LabelManagedBy: rr.ManagedBy}},
 		Data: map[string]string{"state": "healthy"}}

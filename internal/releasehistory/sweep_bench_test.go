@@ -91,7 +91,8 @@ func seedRecords(b *testing.B, cp *testenv.ControlPlane, ns string, now time.Tim
 func BenchmarkSweep(b *testing.B) {
 	p := rh.SweepPolicy{StallAfter: 45 * time.Minute, TTL: 14 * day, KeepHealthy: 5}
 	for range b.N {
-		cp, ns, cfg := sweepGrant(b)
+		cp := testenv.Shared(b)
+		ns, cfg := cp.GrantRecords(b, SweepRBAC, sweepAccount)
 		now := time.Now().Truncate(time.Second)
 		seedRecords(b, cp, ns, now)
 		// The pod's in-cluster config sets no pace, so kubeclient's is the

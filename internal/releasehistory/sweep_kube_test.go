@@ -23,21 +23,12 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-// SweepRBAC is the sweep's grant, the file the CronJob runs under.
-const SweepRBAC = "../../deploy/release-record-sweep/rbac.yaml"
-
-// sweepGrant runs the sweep as its ServiceAccount, under the grant its
-// RBAC file gives with the records in a namespace of the test's; replace
-// swaps more text in the file, for a grant with less in it.
-func sweepGrant(t testing.TB, replace ...string) (*testenv.ControlPlane, string, *rest.Config) {
-	t.Helper()
-	cp := testenv.Shared(t)
-	ns := cp.Namespace(t)
-	replace = append([]string{"delivery-system # RECORD_NAMESPACE", ns + " # RECORD_NAMESPACE"}, replace...)
-	cfg := cp.Grant(t, SweepRBAC, "delivery-system", "release-record-sweep", replace...)
-	testenv.WaitForGrant(t, cfg, ns)
-	return cp, ns, cfg
-}
+// SweepRBAC is the sweep's grant, the file the CronJob runs under, and
+// sweepAccount the ServiceAccount it grants.
+const (
+	SweepRBAC    = "../../deploy/release-record-sweep/rbac.yaml"
+	sweepAccount = "release-record-sweep"
+)
 
 // put writes records as the release record does, as the cluster's admin.
 func put(t testing.TB, kube kubernetes.Interface, ns string, recs ...rr.Record) {
@@ -99,7 +90,8 @@ func before(d time.Duration) time.Time { return clock.Add(-d) }
 // record, remembered in the label; a second sweep raises nothing; the
 // release moving on to its next state, still stalled, is said again.
 func TestSweepRaisesAStallOnce(t *testing.T) {
-	cp, ns, cfg := sweepGrant(t)
+	cp := testenv.Shared(t)
+	ns, cfg := cp.GrantRecords(t, SweepRBAC, sweepAccount)
 	merged := rec(t, "1", rr.StateMerged, before(time.Hour), before(time.Hour))
 	progressing := rec(t, "2", rr.StateProgressing, before(3*time.Hour), before(46*time.Minute))
 	fresh := rec(t, "3", rr.StateProgressing, before(3*time.Hour), before(10*time.Minute))
@@ -168,7 +160,8 @@ func plannedStall(t *testing.T, r rr.Record) rh.Stall {
 // stays; merged and progressing records stay however old; a legacy record
 // goes by its creation time; an unreadable one is reported and kept.
 func TestSweepDeletesPastTheTTL(t *testing.T) {
-	cp, ns, cfg := sweepGrant(t)
+	cp := testenv.Shared(t)
+	ns, cfg := cp.GrantRecords(t, SweepRBAC, sweepAccount)
 	var window []rr.Record
 	for i, v := range []string{"1", "2", "3", "4", "5"} {
 		at := before(time.Duration(40-i) * day)
@@ -234,7 +227,8 @@ func (m movingCluster) List(ctx context.Context) ([]rh.Entry, error) {
 // TestSweepLeavesAMovedRecordAlone: a record the release record wrote
 // after the list is neither labelled nor deleted, and that is no failure.
 func TestSweepLeavesAMovedRecordAlone(t *testing.T) {
-	cp, ns, cfg := sweepGrant(t)
+	cp := testenv.Shared(t)
+	ns, cfg := cp.GrantRecords(t, SweepRBAC, sweepAccount)
 	stalled := rec(t, "1", rr.StateMerged, before(time.Hour), before(time.Hour))
 	old := rec(t, "2", rr.StateAborted, before(30*day), before(20*day))
 	put(t, cp.Kube, ns, stalled, old)
@@ -263,7 +257,8 @@ func TestSweepLeavesAMovedRecordAlone(t *testing.T) {
 // TestSweepFailsHavingDoneTheRest: under a grant without delete, the
 // sweep raises its stalls and fails on each deletion, naming it.
 func TestSweepFailsHavingDoneTheRest(t *testing.T) {
-	cp, ns, cfg := sweepGrant(t, "verbs: [list, patch, delete]", "verbs: [list, patch]")
+	cp := testenv.Shared(t)
+	ns, cfg := cp.GrantRecords(t, SweepRBAC, sweepAccount, "verbs: [list, patch, delete]", "verbs: [list, patch]")
 	stalled := rec(t, "1", rr.StateMerged, before(time.Hour), before(time.Hour))
 	old := rec(t, "2", rr.StateAborted, before(30*day), before(20*day))
 	older := rec(t, "3", rr.StateAborted, before(30*day), before(21*day))

@@ -87,7 +87,7 @@ func BenchmarkFacts(b *testing.B) {
 	for _, mode := range []string{"pushed", "observed"} {
 		b.Run(mode, func(b *testing.B) {
 			for i := range b.N {
-				_, ns, cfg := grant(b)
+				ns, cfg := testenv.Shared(b).GrantRecords(b, rbacFile, serviceAccount)
 				counted, counter := testenv.Counting(cfg)
 				recv := cdeventstest.Start(b)
 				inner, _ := rr.NewCloudEventsSink(recv.URL)

@@ -39,7 +39,8 @@ type fluxWorld struct {
 }
 
 func newFluxWorld(t *testing.T) *fluxWorld {
-	cp, recordNS, cfg := grant(t)
+	cp := testenv.Shared(t)
+	recordNS, cfg := cp.GrantRecords(t, rbacFile, serviceAccount)
 	w := &fluxWorld{t: t, cp: cp, fluxNS: cp.Namespace(t), appNS: cp.Namespace(t), recv: cdeventstest.Start(t), logs: &testenv.LogBuffer{},
 		recordNS: recordNS}
 	var err error

@@ -30,7 +30,7 @@ type fleet struct {
 }
 
 func newFleet(t *testing.T) *fleet {
-	_, ns, cfg := grant(t)
+	ns, cfg := testenv.Shared(t).GrantRecords(t, rbacFile, serviceAccount)
 	f := &fleet{t: t, recv: cdeventstest.Start(t)}
 	for range 2 {
 		store, err := rr.NewKubeStore(cfg, ns)

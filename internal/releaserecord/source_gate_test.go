@@ -16,6 +16,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/releasegate"
 	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 var (
@@ -180,7 +181,8 @@ func TestFluxFactsSayTheGatesWord(t *testing.T) {
 // TestGateRecordsUnderTheGrant reads the gate's records with the release
 // record's own grant, in the namespace both keep their records in.
 func TestGateRecordsUnderTheGrant(t *testing.T) {
-	cp, ns, cfg := grant(t)
+	cp := testenv.Shared(t)
+	ns, cfg := cp.GrantRecords(t, rbacFile, serviceAccount)
 	ctx := context.Background()
 	gate, err := rr.NewGateRecords(cfg, ns)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
@@ -22,20 +21,16 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-const rbacFile = "../../deploy/release-record/rbac.yaml"
-
-// grant runs the store as the release-record ServiceAccount, under the
-// grant its RBAC file gives, with the records in a namespace of the test's.
-func grant(t testing.TB) (*testenv.ControlPlane, string, *rest.Config) {
-	cp := testenv.Shared(t)
-	ns := cp.Namespace(t)
-	cfg := cp.Grant(t, rbacFile, "delivery-system", "release-record", "delivery-system # RECORD_NAMESPACE", ns+" # RECORD_NAMESPACE")
-	testenv.WaitForGrant(t, cfg, ns)
-	return cp, ns, cfg
-}
+// The tests run the store as the service's ServiceAccount, under the grant
+// its RBAC file gives.
+const (
+	rbacFile       = "../../deploy/release-record/rbac.yaml"
+	serviceAccount = "release-record"
+)
 
 func TestKubeStoreUnderItsGrant(t *testing.T) {
-	cp, ns, cfg := grant(t)
+	cp := testenv.Shared(t)
+	ns, cfg := cp.GrantRecords(t, rbacFile, serviceAccount)
 	ctx := context.Background()
 	store, err := rr.NewKubeStore(cfg, ns)
 	if err != nil {
@@ -95,7 +90,8 @@ func TestKubeStoreUnderItsGrant(t *testing.T) {
 // record's name that does not decode, or that the service does not manage,
 // stops the fact and is left as it is.
 func TestAnUnreadableRecordIsReportedAndNeverOverwritten(t *testing.T) {
-	cp, ns, cfg := grant(t)
+	cp := testenv.Shared(t)
+	ns, cfg := cp.GrantRecords(t, rbacFile, serviceAccount)
 	ctx := context.Background()
 	store, err := rr.NewKubeStore(cfg, ns)
 	if err != nil {
@@ -127,7 +123,7 @@ func TestAnUnreadableRecordIsReportedAndNeverOverwritten(t *testing.T) {
 // same release's facts at once; the conflicts are read and reduced again,
 // and the record ends where one service alone would have left it.
 func TestTwoReplicasShareTheRecords(t *testing.T) {
-	_, ns, cfg := grant(t)
+	ns, cfg := testenv.Shared(t).GrantRecords(t, rbacFile, serviceAccount)
 	ctx := context.Background()
 	recv := cdeventstest.Start(t)
 	var replicas []*rr.Service
@@ -183,7 +179,8 @@ func TestTwoReplicasShareTheRecords(t *testing.T) {
 // reach cannot read or write; the service sends the events regardless and
 // says so once.
 func TestNoGrantGoesStateless(t *testing.T) {
-	cp, _, cfg := grant(t)
+	cp := testenv.Shared(t)
+	_, cfg := cp.GrantRecords(t, rbacFile, serviceAccount)
 	ctx := context.Background()
 	store, err := rr.NewKubeStore(cfg, cp.Namespace(t))
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
 // sharedServer is the one server of a kind that a package's tests share:
@@ -136,11 +138,43 @@ func (cp *ControlPlane) Grant(t testing.TB, rbacFile, namespace, serviceAccount 
 func (cp *ControlPlane) GrantKubeconfig(t testing.TB, rbacFile, namespace, serviceAccount string, replace ...string) string {
 	t.Helper()
 	cp.Grant(t, rbacFile, namespace, serviceAccount, replace...)
+	return cp.kubeconfigFile(t, namespace, serviceAccount)
+}
+
+func (cp *ControlPlane) kubeconfigFile(t testing.TB, namespace, serviceAccount string) string {
+	t.Helper()
 	path, err := cp.KubeconfigAs(t.TempDir(), namespace, serviceAccount)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// recordKeepers is the namespace the release record's RBAC files put its
+// ServiceAccounts in, the service's and its sweep's.
+const recordKeepers = "delivery-system"
+
+// GrantRecords applies rbacFile, the release record's RBAC file or its
+// sweep's, with the records in a namespace of the test's (the file's lines
+// marked RECORD_NAMESPACE) and replace swapping more of it, and waits until
+// the authoriser has the grant. It returns that namespace and a config
+// acting as serviceAccount.
+func (cp *ControlPlane) GrantRecords(t testing.TB, rbacFile, serviceAccount string, replace ...string) (recordNS string, cfg *rest.Config) {
+	t.Helper()
+	recordNS = cp.Namespace(t)
+	replace = append([]string{recordKeepers + " # RECORD_NAMESPACE", recordNS + " # RECORD_NAMESPACE"}, replace...)
+	cfg = cp.Grant(t, rbacFile, recordKeepers, serviceAccount, replace...)
+	WaitForGrant(t, cfg, recordNS)
+	return recordNS, cfg
+}
+
+// GrantRecordsKubeconfig is GrantRecords for a binary started with
+// KUBECONFIG: it returns the path of a kubeconfig file acting as the
+// ServiceAccount instead of a config.
+func (cp *ControlPlane) GrantRecordsKubeconfig(t testing.TB, rbacFile, serviceAccount string, replace ...string) (recordNS, kubeconfig string) {
+	t.Helper()
+	recordNS, _ = cp.GrantRecords(t, rbacFile, serviceAccount, replace...)
+	return recordNS, cp.kubeconfigFile(t, recordKeepers, serviceAccount)
 }
 
 // WaitForGrant waits, up to 15 s, until cfg may list the ConfigMaps of
@@ -152,15 +186,11 @@ func WaitForGrant(t testing.TB, cfg *rest.Config, namespace string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	wait.Poll{Within: 15 * time.Second}.Until(t, "the grant to take", func() (bool, string) {
 		_, err := kube.CoreV1().ConfigMaps(namespace).List(context.Background(), metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the grant never took: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
