@@ -29,7 +29,7 @@ import (
 // Then /releases is asked at 200 requests/s for 3 s over a loopback listener.
 func BenchmarkRound(b *testing.B) {
 	cp := testenv.Own(b)
-	cfg, counter := testenv.Counting(grant(b, cp))
+	cfg, counter := testenv.Counting(cp.Grant(b, gateRBAC, gateNS, gateSA))
 	kube, err := releasegate.NewKube(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -38,7 +38,7 @@ func BenchmarkRound(b *testing.B) {
 	namespaces := seedApplications(b, cp, benchApplications)
 	b.Logf("seeded %d Applications in %v", len(namespaces), time.Since(start).Round(time.Millisecond))
 
-	gateKube, err := kubernetes.NewForConfig(grant(b, cp))
+	gateKube, err := kubernetes.NewForConfig(cp.Grant(b, gateRBAC, gateNS, gateSA))
 	if err != nil {
 		b.Fatal(err)
 	}

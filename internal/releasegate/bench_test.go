@@ -57,7 +57,7 @@ func BenchmarkWebhooks(b *testing.B) {
 	// reads a /checks answer makes, side by side as the gate makes them,
 	// with nothing of the gate around them: the floor of an answer that
 	// reads the cluster when it is asked.
-	gateKube, err := releasegate.NewKube(grant(b, cp))
+	gateKube, err := releasegate.NewKube(cp.Grant(b, gateRBAC, gateNS, gateSA))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestOnlyFlaggerIsAnswered(t *testing.T) {
 			} else {
 				flaggerPodSpec(t, cp, other, "flagger-0", flagger, tc.spec)
 			}
-			g := serve(t, grant(t, cp), other)
+			g := serve(t, cp.Grant(t, gateRBAC, gateNS, gateSA), other)
 			if code, _ := g.ask(t, flagger, "/may-start", payload(ns, "auth-api", rev)); code != http.StatusForbidden {
 				t.Fatalf("Flagger's pod %s was answered: %d", tc.name, code)
 			}

@@ -57,7 +57,7 @@ func newPair(t testing.TB, cp *testenv.ControlPlane, leader releasegate.LeaderSe
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/release-gate").CombinedOutput(); err != nil {
 		t.Fatalf("build the gate: %v: %s", err, out)
 	}
-	grant(t, cp)
+	cp.Grant(t, gateRBAC, gateNS, gateSA)
 	kubeconfig, err := cp.KubeconfigAs(t.TempDir(), gateNS, gateSA)
 	if err != nil {
 		t.Fatal(err)

@@ -29,16 +29,12 @@ const (
 	rev     = "sha256:b87d7fecf08d4ac6b91ac3ca9ac84b10a193d9a90a32929e194a2650ea2e8cca"
 	tag     = "b87d7fecf08d"
 	prevRev = "sha256:2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c6e8b0d2f4a"
-	gateNS  = "delivery-system"
-	gateSA  = "release-gate"
+	// The tests apply the gate's RBAC file itself and run the gate as the
+	// ServiceAccount the file grants, so under exactly that grant.
+	gateRBAC = "../../deploy/release-gate/rbac.yaml"
+	gateNS   = "delivery-system"
+	gateSA   = "release-gate"
 )
-
-// grant applies deploy/release-gate/rbac.yaml itself, so the tests run the gate
-// under exactly the grant that file gives, and returns the gate's identity.
-func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
-	t.Helper()
-	return cp.Grant(t, "../../deploy/release-gate/rbac.yaml", gateNS, gateSA)
-}
 
 // app describes one gated Application's objects in the cluster: its inputs,
 // its members' Canaries, Deployments and pods, its release Jobs and, where
@@ -471,7 +467,7 @@ func countedGate(t testing.TB) (*testenv.ControlPlane, *running, *testenv.Reques
 	cp := testenv.Shared(t)
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	cfg, counter := testenv.Counting(grant(t, cp))
+	cfg, counter := testenv.Counting(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	return cp, serve(t, cfg, flaggerNS), counter
 }
 

@@ -30,7 +30,7 @@ func TestWebhooks(t *testing.T) {
 	cp := testenv.Shared(t)
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	gate := serve(t, grant(t, cp), flaggerNS)
+	gate := serve(t, cp.Grant(t, gateRBAC, gateNS, gateSA), flaggerNS)
 
 	migrationJob := func(complete, failed bool) job {
 		return job{name: "auth-migration-" + tag, identity: "auth-migration", suspended: !complete && !failed, complete: complete, failed: failed}
@@ -291,7 +291,7 @@ func TestBadPayloads(t *testing.T) {
 	cp := testenv.Shared(t)
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	gate := serve(t, grant(t, cp), flaggerNS)
+	gate := serve(t, cp.Grant(t, gateRBAC, gateNS, gateSA), flaggerNS)
 	ns := cp.Namespace(t)
 	cases := []struct{ name, body, reason string }{
 		{"bad JSON", `{"name":`, "not a JSON object"},
@@ -329,7 +329,7 @@ func TestAPIServerStops(t *testing.T) {
 	cp := testenv.Own(t)
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	gate := serve(t, grant(t, cp), flaggerNS)
+	gate := serve(t, cp.Grant(t, gateRBAC, gateNS, gateSA), flaggerNS)
 	ns := cp.Namespace(t)
 	authApp(ns).apply(t, cp)
 	if err := gate.gate.Ready(context.Background()); err != nil {
@@ -444,7 +444,7 @@ subjects: [{kind: ServiceAccount, name: `+name+`, namespace: delivery-system}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	grant(t, cp) // the namespace
+	cp.Grant(t, gateRBAC, gateNS, gateSA) // the namespace
 	return cp.As(gateNS, name)
 }
 
@@ -516,7 +516,7 @@ func (c *readCounter) Read(p []byte) (int, error) {
 // records are: an Application's inputs are never its to write.
 func TestTheGrantWritesConfigMapsOnlyInTheGatesNamespace(t *testing.T) {
 	cp := testenv.Shared(t)
-	kube, err := kubernetes.NewForConfig(grant(t, cp))
+	kube, err := kubernetes.NewForConfig(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func gateAndNamespace(t *testing.T) (*testenv.ControlPlane, *running, string) {
 	cp := testenv.Shared(t)
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	return cp, serve(t, grant(t, cp), flaggerNS), cp.Namespace(t)
+	return cp, serve(t, cp.Grant(t, gateRBAC, gateNS, gateSA), flaggerNS), cp.Namespace(t)
 }
 
 // webhooksWrittenAt is when the API server last recorded a write of process's

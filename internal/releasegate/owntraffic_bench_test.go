@@ -24,7 +24,7 @@ func BenchmarkChecksOwnTraffic(b *testing.B) {
 	flaggerNS := cp.Namespace(b)
 	flaggerPod(b, cp, flaggerNS, "flagger-0", flagger)
 	services := newCanaryServices()
-	gate := serveWithOwnTraffic(b, grant(b, cp), flaggerNS, services, owntraffic.WithRequestTimeout(owntraffic.DefaultRequestTimeout))
+	gate := serveWithOwnTraffic(b, cp.Grant(b, gateRBAC, gateNS, gateSA), flaggerNS, services, owntraffic.WithRequestTimeout(owntraffic.DefaultRequestTimeout))
 	copySrv := newCopyServer(b, func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(serverTime)
 		_, _ = w.Write([]byte("ok"))

@@ -170,7 +170,7 @@ func TestChecksOwnTraffic(t *testing.T) {
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
 	services := newCanaryServices()
-	gate := serveWithOwnTraffic(t, grant(t, cp), flaggerNS, services)
+	gate := serveWithOwnTraffic(t, cp.Grant(t, gateRBAC, gateNS, gateSA), flaggerNS, services)
 
 	rows := []struct {
 		name    string
@@ -310,7 +310,7 @@ func TestMayPromoteProtectedPath(t *testing.T) {
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
 	services := newCanaryServices()
-	gate := serveWithOwnTraffic(t, grant(t, cp), flaggerNS, services)
+	gate := serveWithOwnTraffic(t, cp.Grant(t, gateRBAC, gateNS, gateSA), flaggerNS, services)
 
 	rows := []struct {
 		name    string

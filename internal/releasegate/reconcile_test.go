@@ -75,7 +75,7 @@ func digestsOf(pairs ...string) map[string]string {
 // read and patch. Then the gate restarts, and its record carries the state.
 func TestRoundsOverSeveralApplications(t *testing.T) {
 	cp := testenv.Own(t)
-	cfg, counter := testenv.Counting(grant(t, cp))
+	cfg, counter := testenv.Counting(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	kube, err := releasegate.NewKube(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +481,7 @@ func TestARoundComparesTheConfigMapsOfTheCopies(t *testing.T) {
 func ownReconciler(t *testing.T) (*testenv.ControlPlane, *releasegate.Reconciler, *testenv.LogBuffer) {
 	t.Helper()
 	cp := testenv.Own(t)
-	kube, err := releasegate.NewKube(grant(t, cp))
+	kube, err := releasegate.NewKube(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func (failingDeployments) Deployments(context.Context) ([]releasegate.Namespaced
 // that needed it; the round goes on with the others.
 func TestAFailedDeploymentsListFailsOnlyWhoNeedsIt(t *testing.T) {
 	cp := testenv.Own(t)
-	kube, err := releasegate.NewKube(grant(t, cp))
+	kube, err := releasegate.NewKube(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +567,7 @@ func (failingPods) Pods(context.Context, string, labels.Selector) ([]release.Pod
 // the release is still reported held, and its down is not started.
 func TestAFailedPodsListLeavesTheUndoUndecided(t *testing.T) {
 	cp := testenv.Own(t)
-	kube, err := releasegate.NewKube(grant(t, cp))
+	kube, err := releasegate.NewKube(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	if err != nil {
 		t.Fatal(err)
 	}

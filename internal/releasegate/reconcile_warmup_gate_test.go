@@ -25,7 +25,7 @@ func (f warmerFunc) Warm(ctx context.Context, hosts, paths []string) (owntraffic
 // writes its verdict. A warmup still running is not started twice.
 func TestWarmupsRunBesideTheRounds(t *testing.T) {
 	cp := testenv.Own(t)
-	kube, err := releasegate.NewKube(grant(t, cp))
+	kube, err := releasegate.NewKube(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestAWarmupVerdictWaitsForThePinToComeBack(t *testing.T) {
 	var warmups atomic.Int32
 	release := make(chan struct{})
 	cp := testenv.Own(t)
-	kube, err := releasegate.NewKube(grant(t, cp))
+	kube, err := releasegate.NewKube(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	if err != nil {
 		t.Fatal(err)
 	}

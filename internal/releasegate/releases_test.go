@@ -28,7 +28,7 @@ func TestReleasesAtItsCap(t *testing.T) {
 	ns := cp.Namespace(t)
 	seedInputs(t, cp, ns, releasegate.ReleasesMost+1)
 
-	cfg, counter := testenv.Counting(grant(t, cp))
+	cfg, counter := testenv.Counting(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	kube, err := releasegate.NewKube(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func seedInputs(t *testing.T, cp *testenv.ControlPlane, ns string, n int) {
 // read runs at a time.
 func TestReleasesReadsOncePer15s(t *testing.T) {
 	cp := testenv.Shared(t)
-	cfg, counter := testenv.Counting(grant(t, cp))
+	cfg, counter := testenv.Counting(cp.Grant(t, gateRBAC, gateNS, gateSA))
 	kube, err := releasegate.NewKube(cfg)
 	if err != nil {
 		t.Fatal(err)

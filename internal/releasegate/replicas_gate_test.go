@@ -14,7 +14,7 @@ func TestRestartedGateReopensTheBarrierAsMembersAsk(t *testing.T) {
 	cp := testenv.Shared(t)
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	cfg := grant(t, cp)
+	cfg := cp.Grant(t, gateRBAC, gateNS, gateSA)
 	ns := cp.Namespace(t)
 	a := authApp(ns)
 	a.member("auth-ui").phase = "WaitingPromotion"
@@ -44,7 +44,7 @@ func TestQuestionsSwitchedToAnotherReplica(t *testing.T) {
 	cp := testenv.Shared(t)
 	flaggerNS := cp.Namespace(t)
 	flaggerPod(t, cp, flaggerNS, "flagger-0", flagger)
-	cfg := grant(t, cp)
+	cfg := cp.Grant(t, gateRBAC, gateNS, gateSA)
 	ns := cp.Namespace(t)
 	a := authApp(ns)
 	a.member("auth-ui").phase = "WaitingPromotion"

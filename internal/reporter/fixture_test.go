@@ -25,17 +25,13 @@ import (
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 const (
-	reporterNS = "delivery-system"
-	reporterSA = "reporter"
-	logURL     = "https://ci.example/acme/estate/actions/runs/7"
+	// The tests apply the Reporter's RBAC file itself and run it as the
+	// ServiceAccount the file grants, so under exactly that grant.
+	reporterRBAC = "../../deploy/reporter/rbac.yaml"
+	reporterNS   = "delivery-system"
+	reporterSA   = "reporter"
+	logURL       = "https://ci.example/acme/estate/actions/runs/7"
 )
-
-// grant applies deploy/reporter/rbac.yaml itself, so the tests run the
-// Reporter under exactly the grant that file gives.
-func grant(t testing.TB, cp *testenv.ControlPlane) *rest.Config {
-	t.Helper()
-	return cp.Grant(t, "../../deploy/reporter/rbac.yaml", reporterNS, reporterSA)
-}
 
 // standInGate serves GET /releases in the gate's published shape from the
 // warmups a test sets; down makes it drop every connection unanswered.
@@ -115,7 +111,7 @@ func newWorld(t testing.TB) *world {
 	t.Helper()
 	cp := testenv.Shared(t)
 	return &world{
-		t: t, ctx: context.Background(), cp: cp, cfg: grant(t, cp),
+		t: t, ctx: context.Background(), cp: cp, cfg: cp.Grant(t, reporterRBAC, reporterNS, reporterSA),
 		fluxNS: cp.Namespace(t), appNS: cp.Namespace(t),
 		fake: fakegithub.New(t), gate: newStandInGate(t), logs: &testenv.LogBuffer{},
 	}
