@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -19,10 +18,10 @@ import (
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
-	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/fluxunit"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
@@ -124,25 +123,8 @@ func TestRunUnderItsGrant(t *testing.T) {
 	recordNS, kubeconfig := cp.GrantRecordsKubeconfig(t, rbacFile, "release-record")
 	applyUnit := func(version, applied, ready string) {
 		t.Helper()
-		if _, err := cp.Apply(ctx, fmt.Appendf(nil, `apiVersion: source.toolkit.fluxcd.io/v1
-kind: OCIRepository
-metadata: {name: project-docs, namespace: %[1]s}
-spec: {interval: 10m, url: "oci://registry.example/estate/docs", ref: {digest: "%[2]s"}}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: project-docs
-  namespace: %[1]s
-  annotations: {%[3]s: acme/docs, %[4]s: "%[6]s", %[5]s: "%[2]s"}
-spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-docs}}
-status:
-  lastAppliedRevision: "%[7]s"
-  lastAttemptedRevision: "latest@%[2]s"
-  conditions: [{type: Ready, status: "%[8]s", reason: Progressing, message: "", lastTransitionTime: "2026-12-02T10:00:00Z"}]`,
-			fluxNS, pin, releasepath.AnnotationRepository, releasepath.AnnotationVersion, releasepath.AnnotationDigest, version, applied, ready)); err != nil {
-			t.Fatal(err)
-		}
+		fluxunit.Unit{Namespace: fluxNS, Project: "docs", Pin: pin, Repository: "acme/docs", Version: version,
+			Applied: applied, Attempted: "latest@" + pin, Ready: ready, Reason: "Progressing"}.Apply(t, cp)
 	}
 	applyUnit("2.1.0", "", "Unknown")
 	recv := cdeventstest.Start(t)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,9 +17,9 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/cli"
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
 	"github.com/JorisJonkers-dev/delivery/internal/periodic"
-	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/fluxunit"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/wait"
 )
 
@@ -39,25 +38,8 @@ func TestRunReportsAndAForgedEventWritesNothing(t *testing.T) {
 	fluxNS := cp.Namespace(t)
 	apply := func(ready string) {
 		t.Helper()
-		if _, err := cp.Apply(ctx, fmt.Appendf(nil, `apiVersion: source.toolkit.fluxcd.io/v1
-kind: OCIRepository
-metadata: {name: project-docs, namespace: %[1]s}
-spec: {interval: 10m, url: "oci://registry.example/estate/docs", ref: {digest: "%[2]s"}}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: project-docs
-  namespace: %[1]s
-  annotations: {%[3]s: acme/docs, %[4]s: "2.1.0", %[5]s: "https://docs.example", %[7]s: "%[2]s"}
-spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-docs}}
-status:
-  lastAppliedRevision: "latest@%[2]s"
-  lastAttemptedRevision: "latest@%[2]s"
-  conditions: [{type: Ready, status: "%[6]s", reason: Progressing, message: "", lastTransitionTime: "2026-11-30T10:00:00Z"}]`,
-			fluxNS, pin, releasepath.AnnotationRepository, releasepath.AnnotationVersion, releasepath.AnnotationURL, ready, releasepath.AnnotationDigest)); err != nil {
-			t.Fatal(err)
-		}
+		fluxunit.Unit{Namespace: fluxNS, Project: "docs", Pin: pin, Repository: "acme/docs", Version: "2.1.0", URL: "https://docs.example",
+			Applied: "latest@" + pin, Attempted: "latest@" + pin, Ready: ready, Reason: "Progressing"}.Apply(t, cp)
 	}
 	apply("Unknown")
 	fake := fakegithub.New(t)

@@ -20,6 +20,7 @@ import (
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
 	"github.com/JorisJonkers-dev/delivery/internal/releaserecord/cdeventstest"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/fluxunit"
 )
 
 // fluxWorld is the API server with a Project's unit, its source and its
@@ -82,25 +83,9 @@ func (w *fluxWorld) apply(format string, args ...any) {
 // says, with Ready ready and the Canary api in its inventory.
 func (w *fluxWorld) unit(version, pin, applied, ready, reason string) {
 	w.t.Helper()
-	w.apply(`apiVersion: source.toolkit.fluxcd.io/v1
-kind: OCIRepository
-metadata: {name: project-docs, namespace: %[1]s}
-spec: {interval: 10m, url: "oci://registry.example/estate/docs", ref: {digest: "%[2]s"}}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: project-docs
-  namespace: %[1]s
-  annotations: {%[3]s: acme/docs, %[4]s: "%[5]s", %[6]s: "%[2]s"}
-spec: {interval: 10m, prune: true, path: ./, sourceRef: {kind: OCIRepository, name: project-docs}}
-status:
-  lastAppliedRevision: "latest@%[7]s"
-  lastAttemptedRevision: "latest@%[2]s"
-  lastAppliedOriginRevision: "main@sha1:commit-of-%[7]s"
-  conditions: [{type: Ready, status: "%[8]s", reason: %[9]s, message: "as the test says", lastTransitionTime: "2026-12-02T10:00:00Z"}]
-  inventory: {entries: [{id: %[10]s_api_flagger.app_Canary, v: v1beta1}]}`,
-		w.fluxNS, pin, releasepath.AnnotationRepository, releasepath.AnnotationVersion, version, releasepath.AnnotationDigest, applied, ready, reason, w.appNS)
+	fluxunit.Unit{Namespace: w.fluxNS, Project: "docs", Pin: pin, Repository: "acme/docs", Version: version,
+		Applied: "latest@" + applied, Attempted: "latest@" + pin, Origin: "main@sha1:commit-of-" + applied,
+		Ready: ready, Reason: reason, Message: "as the test says", Inventory: []fluxunit.Entry{fluxunit.Canary(w.appNS, "api")}}.Apply(w.t, w.cp)
 }
 
 // canary writes the Canary api in phase, its spec applied and, settled,

@@ -18,6 +18,7 @@ import (
 	"github.com/JorisJonkers-dev/delivery/internal/githubapp"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 	"github.com/JorisJonkers-dev/delivery/internal/testenv/fakegithub"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/fluxunit"
 
 	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
 )
@@ -149,6 +150,8 @@ func (w *world) apply(format string, args ...any) {
 
 // unit is a Project's Kustomization and the OCIRepository it applies.
 type unit struct {
+	// repo is the Rollout annotations' repository; a unit without one
+	// carries no Rollout annotation.
 	project, repo, version, url string
 	pin                         string
 	// rolloutDigest is the digest the Rollout annotations name; pin when
@@ -156,17 +159,11 @@ type unit struct {
 	rolloutDigest          string
 	applied, attempted     string
 	ready, reason, message string
-	// sourceReady, when set, is the OCIRepository's Ready status about its
-	// spec, with sourceReason and sourceMessage, written as source-controller
-	// writes a failed fetch: the condition stamped with the generation it
-	// speaks of, status.observedGeneration left where the last successful
-	// one put it (none here).
-	sourceReady, sourceReason, sourceMessage string
-	// sourceEarlier stamps that condition with an earlier generation: it
-	// speaks of a spec before the pin.
-	sourceEarlier bool
-	canaries      []string
-	noAnnotations bool
+	// source, when set, is the OCIRepository's Ready condition.
+	source *fluxunit.SourceReady
+	// canaries are the members whose Canary and Deployment the unit
+	// applied, in the application namespace.
+	canaries []string
 }
 
 func (w *world) applyUnit(u unit) {
@@ -175,67 +172,13 @@ func (w *world) applyUnit(u unit) {
 }
 
 func (w *world) unitYAML(u unit) string {
-	annotations := "{}"
-	if !u.noAnnotations {
-		digest := u.rolloutDigest
-		if digest == "" {
-			digest = u.pin
-		}
-		annotations = fmt.Sprintf("{%s: %s, %s: %q, %s: %q", releasepath.AnnotationRepository, u.repo, releasepath.AnnotationVersion, u.version, releasepath.AnnotationDigest, digest)
-		if u.url != "" {
-			annotations += fmt.Sprintf(", %s: %q", releasepath.AnnotationURL, u.url)
-		}
-		annotations += "}"
-	}
-	if u.ready == "" {
-		u.ready, u.reason = "True", "ReconciliationSucceeded"
-	}
-	sourceStatus := ""
-	if u.sourceReady != "" {
-		generation := 1
-		if u.sourceEarlier {
-			generation = 0
-		}
-		sourceStatus = fmt.Sprintf(`
-status:
-  conditions:
-    - {type: Ready, status: %q, reason: %s, message: %q, observedGeneration: %d, lastTransitionTime: "2026-11-30T10:00:00Z"}`,
-			u.sourceReady, u.sourceReason, u.sourceMessage, generation)
-	}
-	var entries []string
+	fu := fluxunit.Unit{Namespace: w.fluxNS, Project: u.project, Pin: u.pin, Repository: u.repo, Version: u.version, URL: u.url,
+		Digest: u.rolloutDigest, Applied: u.applied, Attempted: u.attempted, Ready: u.ready, Reason: u.reason, Message: u.message,
+		Source: u.source}
 	for _, c := range u.canaries {
-		entries = append(entries, fmt.Sprintf("{id: %s_%s_flagger.app_Canary, v: v1beta1}", w.appNS, c))
-		entries = append(entries, fmt.Sprintf("{id: %s_%s_apps_Deployment, v: v1}", w.appNS, c))
+		fu.Inventory = append(fu.Inventory, fluxunit.Canary(w.appNS, c), fluxunit.Deployment(w.appNS, c))
 	}
-	return fmt.Sprintf(`---
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: OCIRepository
-metadata: {name: project-%[1]s, namespace: %[2]s}
-spec:
-  interval: 10m
-  url: oci://registry.example/estate/%[1]s
-  ref: {digest: "%[3]s"}%[11]s
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: project-%[1]s
-  namespace: %[2]s
-  annotations: %[4]s
-spec:
-  interval: 10m
-  prune: true
-  wait: true
-  path: ./
-  sourceRef: {kind: OCIRepository, name: project-%[1]s}
-status:
-  lastAppliedRevision: "%[5]s"
-  lastAttemptedRevision: "%[6]s"
-  conditions:
-    - {type: Ready, status: "%[7]s", reason: %[8]s, message: %[9]q, lastTransitionTime: "2026-11-30T10:00:00Z"}
-  inventory: {entries: [%[10]s]}
-`,
-		u.project, w.fluxNS, u.pin, annotations, u.applied, u.attempted, u.ready, u.reason, u.message, strings.Join(entries, ", "), sourceStatus)
+	return fu.YAML()
 }
 
 // canary is a member's Canary and its two Deployments.

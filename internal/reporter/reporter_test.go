@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/releasepath"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv/fluxunit"
 )
 
 const repo = "acme/auth"
@@ -239,7 +240,7 @@ func TestProjectsSharingARepositoryNeverTakeEachOthersStatus(t *testing.T) {
 func TestUnitsWithoutRolloutAreSkippedAndLoggedOnce(t *testing.T) {
 	w := newWorld(t)
 	r := w.reporter()
-	w.applyUnit(unit{project: "plain", pin: pin, applied: pin, attempted: pin, noAnnotations: true})
+	w.applyUnit(unit{project: "plain", pin: pin, applied: pin, attempted: pin})
 	w.applyUnit(unit{project: "typo", repo: repo, version: "latest", pin: pin, applied: pin, attempted: pin})
 	// What a unit names is missing: a repository the installation cannot see, a pin.
 	w.applyUnit(unit{project: "unseen", repo: "acme/unseen", version: "1.0.0", pin: pin, applied: pin, attempted: pin})
@@ -300,7 +301,7 @@ func TestAPinTheSourceCannotFetchFails(t *testing.T) {
 	id := w.deployment(repo, "auth", "1.4.0")
 	u := authUnit(w)
 	u.applied, u.attempted = "latest@"+oldPin, "latest@"+oldPin
-	u.sourceReady, u.sourceReason, u.sourceMessage = "False", "OCIArtifactPullFailed", "failed to pull artifact: manifest unknown"
+	u.source = &fluxunit.SourceReady{Status: "False", Reason: "OCIArtifactPullFailed", Message: "failed to pull artifact: manifest unknown", Generation: 1}
 	w.applyUnit(u)
 	w.pass(r)
 	expect(t, w, id, 1, releasepath.StateFailure, "Flux could not apply auth 1.4.0: OCIArtifactPullFailed: failed to pull artifact: manifest unknown")
@@ -314,8 +315,7 @@ func TestASourceConditionAboutAnEarlierSpecWritesNothing(t *testing.T) {
 	id := w.deployment(repo, "auth", "1.4.0")
 	u := authUnit(w)
 	u.applied, u.attempted = "latest@"+oldPin, "latest@"+oldPin
-	u.sourceReady, u.sourceReason, u.sourceMessage = "False", "OCIArtifactPullFailed", "failed to pull artifact: manifest unknown"
-	u.sourceEarlier = true
+	u.source = &fluxunit.SourceReady{Status: "False", Reason: "OCIArtifactPullFailed", Message: "failed to pull artifact: manifest unknown", Generation: 0}
 	w.applyUnit(u)
 	w.pass(r)
 	for _, st := range w.fake.Statuses(repo, id) {
