@@ -2,6 +2,7 @@ package releasehistory_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -39,41 +40,25 @@ release_record_unreadable_records 1
 		t.Fatal(err)
 	}
 	// Lead times 1 h (v1), 30 min (v3), 10 min (v5); v2 failed at 10:00
-	// and v3 turned healthy at 11:00: one restore of an hour.
-	histograms := `
-# HELP release_record_lead_time_seconds Time from a release's merge to its first healthy.
-# TYPE release_record_lead_time_seconds histogram
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="60"} 0
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="300"} 0
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="600"} 1
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="1800"} 2
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="3600"} 3
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="7200"} 3
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="21600"} 3
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="86400"} 3
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="259200"} 3
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="604800"} 3
-release_record_lead_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="+Inf"} 3
-release_record_lead_time_seconds_sum{app="docs",cluster="prod-eu",env="prod"} 6000
-release_record_lead_time_seconds_count{app="docs",cluster="prod-eu",env="prod"} 3
-# HELP release_record_restore_time_seconds Time from a change failure to the service's next healthy release.
-# TYPE release_record_restore_time_seconds histogram
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="60"} 0
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="300"} 0
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="600"} 0
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="1800"} 0
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="3600"} 1
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="7200"} 1
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="21600"} 1
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="86400"} 1
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="259200"} 1
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="604800"} 1
-release_record_restore_time_seconds_bucket{app="docs",cluster="prod-eu",env="prod",le="+Inf"} 1
-release_record_restore_time_seconds_sum{app="docs",cluster="prod-eu",env="prod"} 3600
-release_record_restore_time_seconds_count{app="docs",cluster="prod-eu",env="prod"} 1
-`
-	if err := testutil.CollectAndCompare(c, strings.NewReader(histograms), "release_record_lead_time_seconds", "release_record_restore_time_seconds"); err != nil {
-		t.Fatal(err)
+	// and v3 turned healthy at 11:00: one restore of an hour. Each row is
+	// docs' cumulative count at every bucket's upper bound, then the sum.
+	for _, h := range []struct {
+		name, help string
+		counts     [11]int
+		sum        int
+	}{
+		{"release_record_lead_time_seconds", "Time from a release's merge to its first healthy.", [11]int{0, 0, 1, 2, 3, 3, 3, 3, 3, 3, 3}, 6000},
+		{"release_record_restore_time_seconds", "Time from a change failure to the service's next healthy release.", [11]int{0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, 3600},
+	} {
+		series := `{app="docs",cluster="prod-eu",env="prod"`
+		want := fmt.Sprintf("# HELP %[1]s %[2]s\n# TYPE %[1]s histogram\n", h.name, h.help)
+		for i, le := range []string{"60", "300", "600", "1800", "3600", "7200", "21600", "86400", "259200", "604800", "+Inf"} {
+			want += fmt.Sprintf("%s_bucket%s,le=%q} %d\n", h.name, series, le, h.counts[i])
+		}
+		want += fmt.Sprintf("%[1]s_sum%[2]s} %[3]d\n%[1]s_count%[2]s} %[4]d\n", h.name, series, h.sum, h.counts[10])
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want), h.name); err != nil {
+			t.Errorf("%s: %v", h.name, err)
+		}
 	}
 	// The shop's release is in flight: no figures for it yet.
 	if n := testutil.CollectAndCount(c, "release_record_deployments_total"); n != 3 {
