@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"filippo.io/age"
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -70,13 +68,7 @@ func TestPartialOffClusterSettingsStopTheRunBeforeAnythingIsWritten(t *testing.T
 func TestCopyRestoreAndDrillFromTheCommandLine(t *testing.T) {
 	m := testenv.NewMinIO(t)
 	ctx := context.Background()
-	admin, err := minio.New(m.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(m.AccessKey, m.SecretKey, "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.MakeBucket(ctx, "backup-storage", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m.MakeBucket(t, "backup-storage")
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)

@@ -49,11 +49,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	cp := testenv.Shared(t)
 	f := &fixture{pg: testenv.StartPostgres(t), vault: testenv.NewVault(t), proxy: &requestLog{}, tracer: &testenv.StatementLog{}}
-	f.vault.ConfigureDatabaseEngine(t, f.pg, "database", connection)
-	if _, err := f.vault.Client.KVv2("secret").Put(context.Background(), "data-system/platform-postgres-admin",
-		map[string]any{"username": f.pg.User, "password": f.pg.Password}); err != nil {
-		t.Fatal(err)
-	}
+	f.vault.ConfigureDatabaseEngine(t, f.pg, "database", connection, adminPath)
 	tokenFile := f.vault.JobLogin(t, cp, jobNamespace, jobAccount, "postgres-catalog", postgrescatalog.JobPolicy(f.catalog()))
 	target, err := url.Parse(f.vault.Addr)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"filippo.io/age"
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
@@ -109,13 +108,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	m := testenv.NewMinIO(t)
-	admin, err := minio.New(m.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(m.AccessKey, m.SecretKey, "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.MakeBucket(context.Background(), "backups", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	admin := m.MakeBucket(t, "backups")
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)

@@ -35,21 +35,9 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{pg: testenv.StartPostgres(t), vault: testenv.NewVault(t), tracer: &testenv.StatementLog{}}
-	configureDatabaseEngine(t, f.vault, f.pg)
+	f.vault.ConfigureDatabaseEngine(t, f.pg, "database", connection, adminPath)
 	f.writes = &countingVault{Vault: &VaultClient{API: f.vault.Client}}
 	return f
-}
-
-// configureDatabaseEngine mounts the database secrets engine at database/
-// with the platform's connection to pg, and stores the admin login in kv.
-func configureDatabaseEngine(t testing.TB, v *testenv.Vault, pg *testenv.Postgres) {
-	t.Helper()
-	v.ConfigureDatabaseEngine(t, pg, "database", connection)
-	if _, err := v.Client.KVv2("secret").Put(context.Background(), "platform/postgres-admin", map[string]any{
-		"username": pg.User, "password": pg.Password,
-	}); err != nil {
-		t.Fatalf("store the admin login: %v", err)
-	}
 }
 
 // catalog is a catalog of projects on the fixture's server.

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // MinIOVersion is the MinIO scripts/test-binaries.sh builds.
@@ -129,4 +132,19 @@ func NewMinIO(t testing.TB) *MinIO {
 	m := forTest(t, 2*time.Minute, "no MinIO server for this test", StartMinIO)
 	t.Cleanup(func() { _ = m.Stop() })
 	return m
+}
+
+// MakeBucket makes the bucket name, as the platform makes a backup's bucket
+// before its job first writes there, and returns the root user's client it
+// made it with, for the test to read the bucket beside the code under test.
+func (m *MinIO) MakeBucket(t testing.TB, name string) *minio.Client {
+	t.Helper()
+	admin, err := minio.New(m.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(m.AccessKey, m.SecretKey, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("make the bucket %s: %v", name, err)
+	}
+	return admin
 }
