@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/cli/clitest"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -19,23 +19,6 @@ func env(m map[string]string) func(string) string { return func(k string) string
 var t0 = time.Date(2026, 10, 26, 3, 15, 0, 0, time.UTC)
 
 func clock() time.Time { return t0 }
-
-// logLines decodes the JSON log lines a run wrote.
-func logLines(t *testing.T, out *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var lines []map[string]any
-	for _, raw := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		if raw == "" {
-			continue
-		}
-		var line map[string]any
-		if err := json.Unmarshal([]byte(raw), &line); err != nil {
-			t.Fatalf("not a JSON log line: %q", raw)
-		}
-		lines = append(lines, line)
-	}
-	return lines
-}
 
 func TestFilesRunEndToEnd(t *testing.T) {
 	source, dir := t.TempDir(), t.TempDir()
@@ -50,7 +33,7 @@ func TestFilesRunEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "files-20261026T031500Z.tar.gz")); err != nil {
 		t.Fatal(err)
 	}
-	lines := logLines(t, &out)
+	lines := testenv.JSONLines(t, out.String())
 	last := lines[len(lines)-1]
 	if last["msg"] != "backup complete" || last["generation"] != "files-20261026T031500Z.tar.gz" {
 		t.Fatalf("last line %v", last)
@@ -107,7 +90,7 @@ func TestEveryBadSettingStopsTheRunWithOneLine(t *testing.T) {
 			if code := run(context.Background(), c.args, env(c.vars), clock, io.Discard, &out); code != 2 {
 				t.Fatalf("exit %d", code)
 			}
-			lines := logLines(t, &out)
+			lines := testenv.JSONLines(t, out.String())
 			if len(lines) != 1 || lines[0]["level"] != "ERROR" || !strings.Contains(lines[0]["error"].(string), c.want) {
 				t.Fatalf("want one error line naming %q, got %s", c.want, out.String())
 			}
@@ -223,7 +206,7 @@ func TestAFailedRunExitsNonZeroNamingTheCause(t *testing.T) {
 	if code := run(context.Background(), []string{"rabbitmq"}, env(vars), clock, io.Discard, &out); code != 1 {
 		t.Fatalf("exit %d", code)
 	}
-	lines := logLines(t, &out)
+	lines := testenv.JSONLines(t, out.String())
 	if len(lines) != 1 || lines[0]["msg"] != "backup failed" || !strings.Contains(lines[0]["error"].(string), "connection refused") {
 		t.Fatalf("got %s", out.String())
 	}

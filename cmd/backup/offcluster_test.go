@@ -54,7 +54,7 @@ func TestPartialOffClusterSettingsStopTheRunBeforeAnythingIsWritten(t *testing.T
 			if code := run(context.Background(), []string{"files"}, env(vars), clock, &out, &out); code != 2 {
 				t.Fatalf("exit %d: %s", code, out.String())
 			}
-			lines := logLines(t, &out)
+			lines := testenv.JSONLines(t, out.String())
 			if len(lines) != 1 || !strings.Contains(lines[0]["error"].(string), c.want) {
 				t.Fatalf("want one line naming %q, got %s", c.want, out.String())
 			}
@@ -118,7 +118,7 @@ func TestCopyRestoreAndDrillFromTheCommandLine(t *testing.T) {
 	if code := run(ctx, []string{"drill", "--identity", keyFile, "--scratch", work}, env(vars), clock, &stdout, &stderr); code != 0 {
 		t.Fatalf("drill exit %d: %s", code, stderr.String())
 	}
-	if lines := logLines(t, &stderr); len(lines) != 1 || lines[0]["msg"] != "drill passed" {
+	if lines := testenv.JSONLines(t, stderr.String()); len(lines) != 1 || lines[0]["msg"] != "drill passed" {
 		t.Fatalf("drill said %s", stderr.String())
 	}
 	// On a terminal the drill shows its progress and says what it checked.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/JorisJonkers-dev/delivery/internal/backup"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // onTerminal makes the run take its stderr for a terminal.
@@ -67,7 +68,7 @@ func TestRestoreLogsJSONOffATerminalOrWithJSON(t *testing.T) {
 			if code := run(context.Background(), args, env(vars), clock, &stdout, &stderr); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
-			lines := logLines(t, &stderr)
+			lines := testenv.JSONLines(t, stderr.String())
 			if len(lines) != 1 {
 				t.Fatalf("want one line, got %s", stderr.String())
 			}
@@ -218,7 +219,7 @@ func TestJSONReportLinesAreThoseOfBefore(t *testing.T) {
 	r.restoreFailed(g, errors.New("broken"))
 	r.listFailed(errors.New("broken"))
 	var got []string
-	for _, line := range logLines(t, &out) {
+	for _, line := range testenv.JSONLines(t, out.String()) {
 		delete(line, "time")
 		b, _ := json.Marshal(line)
 		got = append(got, string(b))

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/url"
 	"os"
@@ -76,15 +75,7 @@ func (j *job) run(t *testing.T) (int, []map[string]any, string) {
 	t.Helper()
 	var out bytes.Buffer
 	code := run(context.Background(), nil, func(k string) string { return j.env[k] }, io.Discard, &out)
-	var lines []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("a log line that is not JSON: %q", l)
-		}
-		lines = append(lines, m)
-	}
-	return code, lines, out.String()
+	return code, testenv.JSONLines(t, out.String()), out.String()
 }
 
 func TestRunAppliesTheCatalogThenChangesNothing(t *testing.T) {

@@ -114,15 +114,7 @@ func (f *fixture) run(t *testing.T, catalogFile string, extra ...string) (int, [
 	f.tracer.Reset()
 	var out bytes.Buffer
 	code := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, &out, postgrescatalog.Connector{Tracer: f.tracer})
-	var lines []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var fields map[string]any
-		if err := json.Unmarshal([]byte(line), &fields); err != nil {
-			t.Fatalf("log line is not JSON: %q", line)
-		}
-		lines = append(lines, fields)
-	}
-	return code, lines
+	return code, testenv.JSONLines(t, out.String())
 }
 
 // The job signs in with a real ServiceAccount token, applies a fresh

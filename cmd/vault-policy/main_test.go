@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -60,15 +59,7 @@ func runWith(t *testing.T, env map[string]string) (int, []map[string]any) {
 	t.Helper()
 	var out bytes.Buffer
 	code := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, &out)
-	var lines []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var fields map[string]any
-		if err := json.Unmarshal([]byte(line), &fields); err != nil {
-			t.Fatalf("log line is not JSON: %q", line)
-		}
-		lines = append(lines, fields)
-	}
-	return code, lines
+	return code, testenv.JSONLines(t, out.String())
 }
 
 func mountSet(t *testing.T, folder ...string) string {

@@ -115,7 +115,7 @@ func TestSweepRaisesAStallOnce(t *testing.T) {
 		!strings.Contains(ev.Message, merged.ReleaseID) {
 		t.Fatalf("the event: %+v %v", ev, err)
 	}
-	if n := len(lines(t, out)); n != 2 {
+	if n := len(testenv.JSONLines(t, out.String())); n != 2 {
 		t.Fatalf("%d lines:\n%s", n, out)
 	}
 
@@ -198,7 +198,7 @@ func TestSweepDeletesPastTheTTL(t *testing.T) {
 		t.Fatalf("kept %v, want %v", kept, want)
 	}
 	var deleted []string
-	for _, l := range lines(t, out) {
+	for _, l := range testenv.JSONLines(t, out.String()) {
 		if l["action"] == "deleted" {
 			deleted = append(deleted, l["record"].(string))
 		}

@@ -3,7 +3,6 @@ package releasehistory_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	rh "github.com/JorisJonkers-dev/delivery/internal/releasehistory"
 	rr "github.com/JorisJonkers-dev/delivery/internal/releaserecord"
+	"github.com/JorisJonkers-dev/delivery/internal/testenv"
 )
 
 // fakeCluster is a SweepCluster that answers from memory, failing or
@@ -63,20 +63,6 @@ func sweepEntries(t *testing.T) []rh.Entry {
 
 func name(t *testing.T, v string) string { return rec(t, v, rr.StateMerged, now, now).Name() }
 
-// lines reads the sweep's output: one JSON object a line.
-func lines(t *testing.T, out *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var got []map[string]any
-	for line := range strings.Lines(out.String()) {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("not a JSON line: %q", line)
-		}
-		got = append(got, m)
-	}
-	return got
-}
-
 func sweepWith(t *testing.T, c rh.SweepCluster) (swept rh.Swept, out, logs *bytes.Buffer, err error) {
 	t.Helper()
 	out, logs = &bytes.Buffer{}, &bytes.Buffer{}
@@ -94,7 +80,7 @@ func TestSweepDoesThePlanAndSaysEachDeed(t *testing.T) {
 	if want := (rh.Swept{Records: 5, Unreadable: 1, Raised: 2, Deleted: 2}); swept != want {
 		t.Fatalf("swept %+v, want %+v", swept, want)
 	}
-	got := lines(t, out)
+	got := testenv.JSONLines(t, out.String())
 	if len(got) != 4 {
 		t.Fatalf("%d lines:\n%s", len(got), out)
 	}
@@ -122,7 +108,7 @@ func TestSweepGoesOnPastAFailure(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	// The moved stall had its Event raised before the record was found moved.
-	if swept.Raised != 1 || swept.Deleted != 0 || swept.Moved != 2 || len(lines(t, out)) != 1 {
+	if swept.Raised != 1 || swept.Deleted != 0 || swept.Moved != 2 || len(testenv.JSONLines(t, out.String())) != 1 {
 		t.Fatalf("swept %+v, output:\n%s", swept, out)
 	}
 	if n := strings.Count(logs.String(), "left to the next sweep"); n != 2 {
