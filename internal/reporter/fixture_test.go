@@ -25,14 +25,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-const (
-	// The tests apply the Reporter's RBAC file itself and run it as the
-	// ServiceAccount the file grants, so under exactly that grant.
-	reporterRBAC = "../../deploy/reporter/rbac.yaml"
-	reporterNS   = "delivery-system"
-	reporterSA   = "reporter"
-	logURL       = "https://ci.example/acme/estate/actions/runs/7"
-)
+const logURL = "https://ci.example/acme/estate/actions/runs/7"
 
 // standInGate serves GET /releases in the gate's published shape from the
 // warmups a test sets; down makes it drop every connection unanswered.
@@ -111,8 +104,11 @@ type world struct {
 func newWorld(t testing.TB) *world {
 	t.Helper()
 	cp := testenv.Shared(t)
+	// The Reporter's own RBAC file, applied as it is, so the Reporter runs
+	// under exactly the grant that file gives.
+	cfg := cp.Grant(t, "../../deploy/reporter/rbac.yaml", "delivery-system", "reporter")
 	return &world{
-		t: t, ctx: context.Background(), cp: cp, cfg: cp.Grant(t, reporterRBAC, reporterNS, reporterSA),
+		t: t, ctx: context.Background(), cp: cp, cfg: cfg,
 		fluxNS: cp.Namespace(t), appNS: cp.Namespace(t),
 		fake: fakegithub.New(t), gate: newStandInGate(t), logs: &testenv.LogBuffer{},
 	}
