@@ -28,15 +28,13 @@ func freePortOn(host string) (int, error) {
 	return addr.Port, nil
 }
 
-// FreeAddress is a host:port free on 127.0.0.1 now, for a service a test or
-// the demo starts; like freePort, it is free only until someone takes it.
-func FreeAddress() (string, error) {
-	port, err := freePort()
-	if err != nil {
-		return "", err
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
-}
+// FreeAddress is a host:port free now at a loopback address of its own,
+// for a service a test or the demo starts. Not 127.0.0.1: a module or a
+// replica that a test restarts leaves its port free between its runs, and a
+// server another test starts there at that moment took it once, so the
+// health check asked NATS. At an address of its own, only a server
+// listening on every address could take it.
+func FreeAddress() (string, error) { return FreeLoopback(context.Background(), 0) }
 
 // Getenv reads a service's variables from vars, as a test hands them to the
 // binary's run.
@@ -80,7 +78,8 @@ func ListenLoopback(ctx context.Context, port int) (net.Listener, error) {
 
 // FreeLoopback is ListenLoopback for a server started by another process: the
 // address was free a moment ago, and with 15 million to pick from, another
-// run taking it in between is not a case worth more than an error.
+// run taking it in between is not a case worth more than an error. Port 0
+// takes the port the kernel picks there.
 func FreeLoopback(ctx context.Context, port int) (string, error) {
 	ln, err := ListenLoopback(ctx, port)
 	if err != nil {
