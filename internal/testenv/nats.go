@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -24,16 +25,19 @@ func NATSBinary() (string, error) {
 	return cachedBinary("NATS_SERVER_BINARY", "nats-server-"+NATSVersion, "nats-server", "NATS server", NATSBuildCommand)
 }
 
-// NATS is one running nats-server with JetStream on 127.0.0.1, its store in
-// a folder of its own. In a cluster it is one of the peers, and a test may
-// stop it and start it again on the same ports and store.
+// NATS is one running nats-server with JetStream at a loopback address of
+// its own, its store in a folder of its own. In a cluster it is one of the
+// peers, and a test may stop it and start it again on the same ports and
+// store: at its own address no server another test starts on 127.0.0.1
+// takes those ports while it is down.
 type NATS struct {
-	// URL is what a client dials: nats://127.0.0.1:port.
+	// URL is what a client dials: nats://host:port.
 	URL string
 	// StoreDir holds the server's JetStream store.
 	StoreDir string
 
 	name                    string
+	host                    string
 	port, monitor, clusterP int
 	routes                  []string // the other peers' route URLs; empty alone
 	bin                     string
@@ -64,9 +68,10 @@ func StartNATS(ctx context.Context) (*NATS, error) {
 }
 
 func newNATS(bin, name string) (*NATS, error) {
+	host := randomLoopback().String()
 	ports := make([]int, 3)
 	for i := range ports {
-		p, err := freePort()
+		p, err := freePortOn(host)
 		if err != nil {
 			return nil, err
 		}
@@ -77,18 +82,18 @@ func newNATS(bin, name string) (*NATS, error) {
 		return nil, err
 	}
 	return &NATS{
-		URL: "nats://127.0.0.1:" + strconv.Itoa(ports[0]), StoreDir: store,
-		name: name, port: ports[0], monitor: ports[1], clusterP: ports[2], bin: bin,
+		URL: "nats://" + net.JoinHostPort(host, strconv.Itoa(ports[0])), StoreDir: store,
+		name: name, host: host, port: ports[0], monitor: ports[1], clusterP: ports[2], bin: bin,
 	}, nil
 }
 
 // Start runs the server (again, after Stop) and waits until it answers its
 // health check, JetStream included.
 func (n *NATS) Start(ctx context.Context) error {
-	args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(n.port), "-m", strconv.Itoa(n.monitor),
+	args := []string{"-a", n.host, "-p", strconv.Itoa(n.port), "-m", strconv.Itoa(n.monitor),
 		"-js", "-sd", n.StoreDir, "-n", n.name}
 	if len(n.routes) > 0 {
-		args = append(args, "--cluster_name", "mesh", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(n.clusterP),
+		args = append(args, "--cluster_name", "mesh", "--cluster", "nats://"+net.JoinHostPort(n.host, strconv.Itoa(n.clusterP)),
 			"--routes", strings.Join(n.routes, ","))
 	}
 	cmd := exec.Command(n.bin, args...)
@@ -112,7 +117,7 @@ func (n *NATS) Start(ctx context.Context) error {
 // waitHealthy polls /healthz until the server and its JetStream answer ok. A
 // peer of a cluster is healthy once it has joined the meta group.
 func (n *NATS) waitHealthy(ctx context.Context) error {
-	return n.proc.awaitHTTP(ctx, "nats-server", n.URL, "http://127.0.0.1:"+strconv.Itoa(n.monitor)+"/healthz", 50*time.Millisecond, n.log)
+	return n.proc.awaitHTTP(ctx, "nats-server", n.URL, "http://"+net.JoinHostPort(n.host, strconv.Itoa(n.monitor))+"/healthz", 50*time.Millisecond, n.log)
 }
 
 // Stop ends the server, keeping its store so Start brings it back as it was.
@@ -178,7 +183,7 @@ func StartNATSCluster(ctx context.Context, size int) (*NATSCluster, error) {
 	for _, n := range c.Peers {
 		for _, other := range c.Peers {
 			if other != n {
-				n.routes = append(n.routes, "nats://127.0.0.1:"+strconv.Itoa(other.clusterP))
+				n.routes = append(n.routes, "nats://"+net.JoinHostPort(other.host, strconv.Itoa(other.clusterP)))
 			}
 		}
 	}

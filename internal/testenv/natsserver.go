@@ -3,10 +3,12 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ type NATSTrust struct {
 // resolver_preload nsc writes), so a test holds the mesh's credentials to
 // the very server a fleet runs, not only to the embedded one.
 type OperatorNATS struct {
-	// URL is what a client dials: nats://127.0.0.1:port.
+	// URL is what a client dials: nats://host:port.
 	URL string
 
 	n    *NATS
@@ -89,7 +91,8 @@ func (o *OperatorNATS) configure(trust NATSTrust) error {
 	}
 	sort.Strings(keys)
 	var conf strings.Builder
-	fmt.Fprintf(&conf, "server_name: %q\nlisten: \"127.0.0.1:%d\"\nhttp: \"127.0.0.1:%d\"\n", o.n.name, o.n.port, o.n.monitor)
+	fmt.Fprintf(&conf, "server_name: %q\nlisten: %q\nhttp: %q\n", o.n.name,
+		net.JoinHostPort(o.n.host, strconv.Itoa(o.n.port)), net.JoinHostPort(o.n.host, strconv.Itoa(o.n.monitor)))
 	fmt.Fprintf(&conf, "jetstream {\n  store_dir: %q\n}\n", o.n.StoreDir)
 	fmt.Fprintf(&conf, "operator: %q\nsystem_account: %q\n", operator, trust.SystemAccount)
 	// A full resolver takes pushed accounts on $SYS.REQ.CLAIMS.UPDATE and
