@@ -115,21 +115,23 @@ func loadConfig(getenv func(string) string) (config, error) {
 // run answers its command line, or starts the service and serves until ctx
 // ends, or sweeps once ("sweep"); it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, now func() time.Time, stdout, logs io.Writer) int {
-	return cli.NewEnv(getenv, stdout, logs).Execute(ctx, cli.Command{
+	env := cli.NewEnv(getenv, stdout, logs)
+	env.Now = now
+	return env.Execute(ctx, cli.Command{
 		Service: service,
-		Run:     func(ctx context.Context, env cli.Env) error { return serve(ctx, env, now) },
+		Run:     serve,
 		Subcommands: []cli.Command{{
 			Service: cli.Service{Name: "sweep", Summary: sweepCommand.Summary, Variables: sweepCommand.Variables},
 			Short:   "Raise stall alerts and delete old records, once",
-			Run:     func(ctx context.Context, env cli.Env) error { return sweep(ctx, env, now) },
+			Run:     sweep,
 		}},
 	}, args)
 }
 
 // serve reads the settings, connects, and looks at the Flux units beside
 // its server.
-func serve(ctx context.Context, env cli.Env, now func() time.Time) error {
-	logger := env.Log
+func serve(ctx context.Context, env cli.Env) error {
+	logger, now := env.Log, env.Now
 	cfg, err := loadConfig(env.Getenv)
 	if err != nil {
 		return cli.BadSetting(err)

@@ -45,7 +45,7 @@ func loadSweepConfig(getenv func(string) string) (sweepConfig, error) {
 // sweep reads the sweep's settings first, so a bad one exits 2 as every
 // binary's does, then sweeps once; a failed call exits 1, after the sweep
 // did what it could. It logs through env.Log, at LOG_LEVEL.
-func sweep(ctx context.Context, env cli.Env, now func() time.Time) error {
+func sweep(ctx context.Context, env cli.Env) error {
 	cfg, err := loadSweepConfig(env.Getenv)
 	if err != nil {
 		return cli.BadSetting(err)
@@ -59,7 +59,7 @@ func sweep(ctx context.Context, env cli.Env, now func() time.Time) error {
 		return cli.Failed("cannot start", err)
 	}
 	sweeper := &releasehistory.Sweeper{Cluster: cluster, Out: env.Stdout, Logger: env.Log}
-	swept, err := sweeper.Sweep(ctx, cfg.policy, now())
+	swept, err := sweeper.Sweep(ctx, cfg.policy, env.Now())
 	if err != nil {
 		return cli.Failed("sweep failed", err, slog.String("records", cfg.namespace), slog.Int("raised", swept.Raised),
 			slog.Int("deleted", swept.Deleted))

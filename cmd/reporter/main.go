@@ -76,13 +76,15 @@ func loadConfig(getenv func(string) string, readFile func(string) ([]byte, error
 // ctx ends; it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, readFile func(string) ([]byte, error), now func() time.Time,
 	stdout, logs io.Writer) int {
-	return cli.NewEnv(getenv, stdout, logs).Execute(ctx, cli.Command{Service: service,
-		Run: func(ctx context.Context, env cli.Env) error { return report(ctx, env, readFile, now) }}, args)
+	env := cli.NewEnv(getenv, stdout, logs)
+	env.Now = now
+	return env.Execute(ctx, cli.Command{Service: service,
+		Run: func(ctx context.Context, env cli.Env) error { return report(ctx, env, readFile) }}, args)
 }
 
 // report reads the settings, connects, and passes beside its server.
-func report(ctx context.Context, env cli.Env, readFile func(string) ([]byte, error), now func() time.Time) error {
-	logger := env.Log
+func report(ctx context.Context, env cli.Env, readFile func(string) ([]byte, error)) error {
+	logger, now := env.Log, env.Now
 	cfg, err := loadConfig(env.Getenv, readFile)
 	if err != nil {
 		return cli.BadSetting(err)
