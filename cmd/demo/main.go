@@ -33,7 +33,8 @@ var service = cli.Service{
 }
 
 // run reads the command line and runs the demo until the story ends
-// (--once) or SIGINT or SIGTERM arrives; it returns the exit code.
+// (--once) or ctx ends (SIGINT or SIGTERM, through cli.Main); it returns the
+// exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, out, errOut io.Writer, play func(context.Context, demo.Options) error) int {
 	var once, kwok bool
 	return cli.NewEnv(getenv, out, errOut).Execute(ctx, cli.Command{

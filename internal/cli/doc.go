@@ -7,6 +7,7 @@
 // lines elsewhere, at LOG_LEVEL. It exits 0, 1 for a failure at run time,
 // and 2 for a mistake on the command line (printed with the usage) or a bad
 // setting (one line, "bad configuration", its error naming the variable).
-// Service and its Answer remain for a tool that reads no more than --help
-// and --version.
+// Main is every command's main: the first SIGTERM or SIGINT ends the run's
+// context, a second one kills. Service and its Answer remain for a tool
+// that reads no more than --help and --version.
 package cli

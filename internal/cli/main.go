@@ -7,17 +7,22 @@ import (
 	"syscall"
 )
 
-// Main is every binary's main: run gets a context that ends at SIGTERM or
-// SIGINT, so a service drains and a job stops between its steps rather than
-// dying mid-write, and the process exits with run's code. A second signal
-// after the first is the default again, and ends the process at once.
+// Main is the main of every binary the module ships: run gets a context
+// that ends at the first SIGTERM or SIGINT, so a service drains and a job
+// stops between its steps rather than dying mid-write, and the process
+// exits with run's code. The signals' default is back before the context
+// ends, so a second signal kills a run whose drain hangs, as a person's
+// second Ctrl-C expects.
 func Main(run func(ctx context.Context) int) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
-		stop()
+		<-signals
+		signal.Stop(signals)
+		cancel()
 	}()
 	code := run(ctx)
-	stop()
+	cancel()
 	os.Exit(code)
 }
