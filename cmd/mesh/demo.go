@@ -47,8 +47,11 @@ func demoModuleCommand(in cli.Env) *cobra.Command {
 		Short:  "The demo's module: an HTTP server on ADDR (run by the demo's agents)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return fail(in, 1, "the demo's module stopped", demo.ServeModule(in.Getenv))
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := demo.ServeModule(c.Context(), in.Getenv); err != nil {
+				return fail(in, 1, "the demo's module stopped", err)
+			}
+			return nil
 		},
 	}
 }

@@ -29,7 +29,7 @@ func freePortOn(host string) (int, error) {
 }
 
 // FreeAddress is a host:port free now at a loopback address of its own,
-// for a service a test or the demo starts. Not 127.0.0.1: a module or a
+// for a service a test starts. Not 127.0.0.1: a module or a
 // replica that a test restarts leaves its port free between its runs, and a
 // server another test starts there at that moment took it once, so the
 // health check asked NATS. At an address of its own, only a server

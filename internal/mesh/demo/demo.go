@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -236,14 +238,23 @@ const healthWithin = 3 * time.Second
 
 func (s Story) say(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
 
+// freeAddress is a free port at a loopback address picked at random in
+// 127.16.0.0-127.254.255.255, where a node's module serves. The agents
+// restart the module on it at every version, and at 127.0.0.1 a server
+// something else starts in that moment could take the port.
 func freeAddress(ctx context.Context) (string, error) {
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	var err error
+	for range 20 {
+		//nolint:gosec // an address that keeps servers apart, not a secret
+		host := netip.AddrFrom4([4]byte{127, byte(16 + rand.IntN(239)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
+		var ln net.Listener
+		if ln, err = lc.Listen(ctx, "tcp", net.JoinHostPort(host.String(), "0")); err == nil {
+			defer ln.Close()
+			return ln.Addr().String(), nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", fmt.Errorf("listen on a loopback address: %w", err)
 }
 
 // moduleEnv is the module's environment on node at fingerprint.

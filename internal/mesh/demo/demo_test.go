@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,10 +22,20 @@ import (
 // binary with MESH_DEMO_MODULE set.
 func TestMain(m *testing.M) {
 	if os.Getenv("MESH_DEMO_MODULE") != "" {
-		fmt.Fprintln(os.Stderr, demo.ServeModule(os.Getenv))
-		os.Exit(1)
+		os.Exit(serveModule())
 	}
 	os.Exit(m.Run())
+}
+
+// serveModule serves the module until the agent's SIGTERM.
+func serveModule() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := demo.ServeModule(ctx, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // TestTheStory tells the delivery and holds each step to what it says: the

@@ -1,16 +1,18 @@
 package demo
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"time"
 )
 
-// ServeModule is the story's module: it serves ADDR until it is stopped,
-// answering / with FINGERPRINT and /healthz with 200, or 503 when
-// UNHEALTHY is set.
-func ServeModule(getenv func(string) string) error {
+// ServeModule is the story's module: it serves ADDR until ctx ends (the
+// agent's SIGTERM), answering / with FINGERPRINT and /healthz with 200, or
+// 503 when UNHEALTHY is set. It ends at once when stopped, as a module
+// should, rather than wait out the agent's grace for its SIGKILL.
+func ServeModule(ctx context.Context, getenv func(string) string) error {
 	addr := getenv("ADDR")
 	if addr == "" {
 		return errors.New("ADDR: required")
@@ -23,5 +25,10 @@ func ServeModule(getenv func(string) string) error {
 		}
 	})
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	return srv.ListenAndServe()
+	stopped := context.AfterFunc(ctx, func() { _ = srv.Close() })
+	defer stopped()
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
