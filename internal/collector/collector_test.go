@@ -127,7 +127,7 @@ func newFile(t *testing.T, fake *fakegithub.Server) *githubapp.File {
 }
 
 // TestCaptureAgainstTheAPIServerAndGitHub walks the Collector through the
-// issue's story on one cluster, under exactly the RBAC file's grant.
+// story of a capture on one cluster, under exactly the RBAC file's grant.
 func TestCaptureAgainstTheAPIServerAndGitHub(t *testing.T) {
 	ctx := context.Background()
 	cp := testenv.Shared(t)

@@ -20,7 +20,7 @@ func applied() Shared {
 	return Shared{Owner: &Role{}, Data: &Role{}, Database: &DatabaseState{Owner: "auth-owner", DataConnect: true}}
 }
 
-// One case per sentence of steps 1 to 4 of the issue.
+// One case per sentence of steps 1 to 4 of a Project's apply (docs/postgres-catalog.md).
 func TestPlanShared(t *testing.T) {
 	auth := Entry("auth", "database")
 	cases := []struct {
