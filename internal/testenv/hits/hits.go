@@ -5,6 +5,7 @@ package hits
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 )
@@ -55,12 +56,7 @@ func (c *Counter) Sum(match func(key string) bool) int {
 func (c *Counter) Keys() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keys := make([]string, 0, len(c.byKey))
-	for k := range c.byKey {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(c.byKey))
 }
 
 // Reset forgets what was counted.
